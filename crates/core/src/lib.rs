@@ -1,0 +1,26 @@
+//! tfreg's core: everything that is true of a Terraform registry whatever it runs on.
+//!
+//! - [`names`] and [`version`]: validated address parts and semantic versions;
+//! - [`layout`]: what a published object key means (CONTRACT.md §1);
+//! - [`store`]: the storage ports that the local and AWS adapters implement;
+//! - [`index`]: the one indexing routine both shapes run on object events;
+//! - [`registry`] and [`protocol`]: the protocol answers and their JSON documents;
+//! - [`signing`]: self-authorising download URLs for stores that serve their own files.
+//!
+//! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
+
+pub mod index;
+pub mod layout;
+pub mod memory;
+pub mod names;
+pub mod protocol;
+pub mod registry;
+pub mod signing;
+pub mod store;
+pub mod version;
+
+pub use index::{IndexOutcome, Indexer};
+pub use names::{ModuleAddress, Namespace};
+pub use registry::{Registry, RegistryError};
+pub use store::{ArtifactStore, MetadataStore, Origin, StoreError};
+pub use version::Version;

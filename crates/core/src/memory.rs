@@ -1,0 +1,240 @@
+//! In-memory stores. The metadata store is the local shape's index (rebuilt from the data
+//! directory at start); the artifact store is a fake for unit tests of the core and the API.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+
+use crate::names::ModuleAddress;
+use crate::signing::UrlSigner;
+use crate::store::{
+    ArtifactStore, MetadataStore, ModuleArchive, ObjectBody, ObjectMeta, Origin, StoreError,
+};
+use crate::version::Version;
+
+type ModuleArchives = BTreeMap<(Version, String), ModuleArchive>;
+
+#[derive(Debug, Default)]
+pub struct MemoryMetadataStore {
+    modules: RwLock<BTreeMap<ModuleAddress, ModuleArchives>>,
+}
+
+impl MemoryMetadataStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn poisoned() -> StoreError {
+    StoreError::new("in-memory index is unusable after a panic in another thread")
+}
+
+#[async_trait]
+impl MetadataStore for MemoryMetadataStore {
+    async fn put_module_archive(&self, archive: ModuleArchive) -> Result<(), StoreError> {
+        let mut modules = self.modules.write().map_err(|_| poisoned())?;
+        modules
+            .entry(archive.address.clone())
+            .or_default()
+            .insert((archive.version.clone(), archive.key.clone()), archive);
+        Ok(())
+    }
+
+    async fn remove_module_archive(
+        &self,
+        address: &ModuleAddress,
+        version: &Version,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        let mut modules = self.modules.write().map_err(|_| poisoned())?;
+        if let Some(archives) = modules.get_mut(address) {
+            archives.remove(&(version.clone(), key.to_owned()));
+            if archives.is_empty() {
+                modules.remove(address);
+            }
+        }
+        Ok(())
+    }
+
+    async fn module_archives(
+        &self,
+        address: &ModuleAddress,
+    ) -> Result<Vec<ModuleArchive>, StoreError> {
+        let modules = self.modules.read().map_err(|_| poisoned())?;
+        Ok(modules
+            .get(address)
+            .map(|a| a.values().cloned().collect())
+            .unwrap_or_default())
+    }
+}
+
+/// Objects held in memory, with download URLs signed like the local shape's.
+#[derive(Debug)]
+pub struct MemoryArtifactStore {
+    objects: RwLock<BTreeMap<String, (u64, Arc<Vec<u8>>)>>,
+    signer: Arc<UrlSigner>,
+}
+
+impl MemoryArtifactStore {
+    pub fn new(signer: Arc<UrlSigner>) -> Self {
+        Self {
+            objects: RwLock::default(),
+            signer,
+        }
+    }
+
+    /// Stores (or replaces) an object; each write gets a new revision.
+    pub fn put(&self, key: &str, content: impl Into<Vec<u8>>) {
+        let mut objects = self.objects.write().expect("not poisoned");
+        let revision = objects.get(key).map_or(1, |(r, _)| r + 1);
+        objects.insert(key.to_owned(), (revision, Arc::new(content.into())));
+    }
+
+    pub fn delete(&self, key: &str) {
+        self.objects.write().expect("not poisoned").remove(key);
+    }
+
+    fn get(&self, key: &str) -> Result<Option<(ObjectMeta, Arc<Vec<u8>>)>, StoreError> {
+        let objects = self.objects.read().map_err(|_| poisoned())?;
+        Ok(objects.get(key).map(|(revision, data)| {
+            let meta = ObjectMeta {
+                size: data.len() as u64,
+                revision: revision.to_string(),
+            };
+            (meta, Arc::clone(data))
+        }))
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for MemoryArtifactStore {
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        Ok(self.get(key)?.map(|(meta, _)| meta))
+    }
+
+    async fn list(&self) -> Result<Vec<String>, StoreError> {
+        let objects = self.objects.read().map_err(|_| poisoned())?;
+        Ok(objects.keys().cloned().collect())
+    }
+
+    async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
+        Ok(self.get(key)?.map(|(meta, data)| ObjectBody {
+            meta,
+            reader: Box::pin(std::io::Cursor::new(data.as_ref().clone())),
+        }))
+    }
+
+    async fn download_url(&self, key: &str, origin: &Origin) -> Result<String, StoreError> {
+        Ok(self.signer.url(origin, key, SystemTime::now()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::index::{IndexOutcome, Indexer};
+    use crate::registry::{Registry, RegistryError};
+
+    struct World {
+        artifacts: Arc<MemoryArtifactStore>,
+        indexer: Indexer,
+        registry: Registry,
+    }
+
+    fn world() -> World {
+        let signer = Arc::new(UrlSigner::new(vec![1; 32], Duration::from_secs(60)));
+        let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+        let metadata = Arc::new(MemoryMetadataStore::new());
+        World {
+            indexer: Indexer::new(metadata.clone(), artifacts.clone()),
+            registry: Registry::new(metadata, artifacts.clone()),
+            artifacts,
+        }
+    }
+
+    fn addr(s: &str) -> ModuleAddress {
+        let p: Vec<&str> = s.split('/').collect();
+        ModuleAddress::parse(p[0], p[1], p[2]).unwrap()
+    }
+
+    async fn versions(w: &World, a: &str) -> Vec<String> {
+        match w.registry.module_versions(&addr(a)).await {
+            Ok(v) => v.modules[0].versions.iter().map(|v| v.version.to_string()).collect(),
+            Err(RegistryError::NotFound(_)) => vec![],
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn events_in_any_order_and_repeated_converge_on_the_store() {
+        let w = world();
+        let keys = [
+            "modules/acme/network/aws/1.0.0.tar.gz",
+            "modules/acme/network/aws/2.0.0-beta.1.tar.gz",
+            "modules/Acme/Network/AWS/1.1.0.zip",
+        ];
+        // Given an event that arrives before its object (S3 delivers out of order) ...
+        w.indexer.index_key(keys[0]).await.unwrap();
+        assert!(versions(&w, "acme/network/aws").await.is_empty());
+        // ... when the objects exist and every event is replayed twice, in reverse,
+        for key in keys {
+            w.artifacts.put(key, b"archive".to_vec());
+        }
+        for key in keys.iter().rev().chain(keys.iter()) {
+            w.indexer.index_key(key).await.unwrap();
+        }
+        // then each version is served once, in semver order, whatever the key's case.
+        assert_eq!(versions(&w, "ACME/network/aws").await, ["1.0.0", "1.1.0", "2.0.0-beta.1"]);
+
+        // A stale "created" event for a deleted object unpublishes it.
+        w.artifacts.delete(keys[1]);
+        let outcome = w.indexer.index_key(keys[1]).await.unwrap();
+        assert!(matches!(outcome, IndexOutcome::Unpublished(_)), "{outcome:?}");
+        assert_eq!(versions(&w, "acme/network/aws").await, ["1.0.0", "1.1.0"]);
+    }
+
+    #[tokio::test]
+    async fn a_version_in_two_formats_prefers_tar_gz_and_survives_losing_one() {
+        let w = world();
+        let origin = Origin::https("reg.example:443").unwrap();
+        let v = Version::parse("1.0.0").unwrap();
+        for key in ["modules/a/b/c/1.0.0.zip", "modules/a/b/c/1.0.0.tar.gz"] {
+            w.artifacts.put(key, b"x".to_vec());
+            w.indexer.index_key(key).await.unwrap();
+        }
+        let url = w.registry.module_download_url(&addr("a/b/c"), &v, &origin).await.unwrap();
+        assert!(url.contains("/1.0.0.tar.gz?"), "{url}");
+        w.artifacts.delete("modules/a/b/c/1.0.0.tar.gz");
+        w.indexer.index_key("modules/a/b/c/1.0.0.tar.gz").await.unwrap();
+        let url = w.registry.module_download_url(&addr("a/b/c"), &v, &origin).await.unwrap();
+        assert!(url.starts_with("https://reg.example:443/v1/artifacts/modules/a/b/c/1.0.0.zip?"), "{url}");
+    }
+
+    #[tokio::test]
+    async fn invalid_keys_are_rejected_and_never_served() {
+        let w = world();
+        w.artifacts.put("modules/a/b/c/latest.tar.gz", b"x".to_vec());
+        let outcome = w.indexer.index_key("modules/a/b/c/latest.tar.gz").await.unwrap();
+        assert!(matches!(outcome, IndexOutcome::Rejected { .. }), "{outcome:?}");
+        assert!(versions(&w, "a/b/c").await.is_empty());
+        let summary = w.indexer.reindex_all(|_, _| {}).await.unwrap();
+        assert_eq!(summary.rejected, 1);
+        assert_eq!(summary.published, 0);
+    }
+
+    #[tokio::test]
+    async fn unknown_modules_and_versions_are_not_found() {
+        let w = world();
+        w.artifacts.put("modules/a/b/c/1.0.0.tgz", b"x".to_vec());
+        w.indexer.reindex_all(|_, _| {}).await.unwrap();
+        let missing = Version::parse("9.9.9").unwrap();
+        let err = w.registry.module_archive(&addr("a/b/c"), &missing).await.unwrap_err();
+        assert_eq!(err.to_string(), "module a/b/c has no version 9.9.9");
+        let err = w.registry.module_versions(&addr("a/b/d")).await.unwrap_err();
+        assert_eq!(err.to_string(), "module a/b/d is not published here");
+    }
+}

@@ -1,0 +1,103 @@
+//! The API's one error type: every failure becomes `{"errors": [...]}` with the right status.
+//! Server-side failures are logged here, once, and their details never reach the client.
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tfreg_core::protocol::Errors;
+use tfreg_core::{RegistryError, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// The JSON error response for `status` with one message.
+pub fn error_response(status: StatusCode, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(Errors {
+            errors: vec![message.into()],
+        }),
+    )
+        .into_response()
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = match &self {
+            ApiError::Internal(source) => {
+                tracing::error!(error = %ErrorChain(source.as_ref()), "request failed");
+                "internal error: the registry could not complete this request; its logs say why"
+                    .to_owned()
+            }
+            other => other.to_string(),
+        };
+        error_response(status, message)
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> Self {
+        match e {
+            RegistryError::NotFound(message) => ApiError::NotFound(message),
+            RegistryError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::Internal(Box::new(e))
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(e: PathRejection) -> Self {
+        ApiError::BadRequest(format!("malformed path: {}", e.body_text()))
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> Self {
+        ApiError::BadRequest(format!("malformed query: {}", e.body_text()))
+    }
+}
+
+/// Displays an error with its chain of sources: `outer: inner: root`.
+struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}

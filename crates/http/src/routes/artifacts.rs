@@ -1,0 +1,64 @@
+//! Downloads from stores that serve their own files (the local shape): `/v1/artifacts/<key>`,
+//! authorised by the URL's own expiring signature because Terraform sends no credentials here.
+
+use std::time::SystemTime;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tfreg_core::layout::{classify, Artifact, Classified};
+use tokio_util::io::ReaderStream;
+
+use crate::error::ApiError;
+use crate::extract::{JsonPath, JsonQuery};
+use crate::AppState;
+
+#[derive(Deserialize)]
+pub struct SignedQuery {
+    expires: Option<String>,
+    signature: Option<String>,
+}
+
+const REFUSED: &str =
+    "this download URL is invalid or has expired: ask the registry for a new one";
+
+/// `GET` and `HEAD /v1/artifacts/<key>?expires=<unix seconds>&signature=<mac>`
+pub async fn download(
+    State(state): State<AppState>,
+    JsonPath(key): JsonPath<String>,
+    JsonQuery(query): JsonQuery<SignedQuery>,
+) -> Result<Response, ApiError> {
+    let Some(signer) = &state.signer else {
+        return Err(ApiError::NotFound("this registry does not serve downloads itself".into()));
+    };
+    let expires = query.expires.as_deref().and_then(|e| e.parse::<u64>().ok());
+    let (Some(expires), Some(signature)) = (expires, query.signature.as_deref()) else {
+        return Err(ApiError::Forbidden(REFUSED.into()));
+    };
+    if let Err(reason) = signer.verify(&key, expires, signature, SystemTime::now()) {
+        tracing::info!(%reason, "refused a download URL");
+        return Err(ApiError::Forbidden(REFUSED.into()));
+    }
+    // A valid signature names a key we handed out; still, only published kinds of files are
+    // ever read, whatever the signer was tricked into signing.
+    let content_type = match classify(&key) {
+        Classified::Artifact(Artifact::ModuleArchive { format, .. }) => format.content_type(),
+        _ => return Err(ApiError::NotFound("no such file".into())),
+    };
+    let Some(body) = state.registry.artifacts().open(&key).await? else {
+        return Err(ApiError::NotFound(
+            "this file has been unpublished since the URL was issued".into(),
+        ));
+    };
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type.to_owned()),
+            (header::CONTENT_LENGTH, body.meta.size.to_string()),
+            (header::CACHE_CONTROL, "private, no-store".to_owned()),
+        ],
+        Body::from_stream(ReaderStream::new(body.reader)),
+    )
+        .into_response())
+}

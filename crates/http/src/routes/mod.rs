@@ -1,0 +1,5 @@
+//! One module per endpoint family.
+
+pub mod artifacts;
+pub mod discovery;
+pub mod modules;
