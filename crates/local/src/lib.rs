@@ -1,1 +1,10 @@
+//! The local shape: the registry's files in a data directory laid out exactly like the S3
+//! bucket, watched for changes, plus the server's own state under `DATA/.tfreg/`.
 
+pub mod fs_store;
+pub mod state;
+pub mod watcher;
+
+pub use fs_store::FsArtifactStore;
+pub use state::StateDir;
+pub use watcher::{DataDirWatcher, WatchOptions};

@@ -1,0 +1,214 @@
+//! `tfreg serve`: the local shape. The data directory is indexed, watched, and served over
+//! HTTPS by the same router the Lambda functions run.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use axum_server::tls_rustls::RustlsConfig;
+use clap::Args;
+use tfreg_core::memory::MemoryMetadataStore;
+use tfreg_core::signing::UrlSigner;
+use tfreg_core::{Indexer, Registry};
+use tfreg_http::AppState;
+use tfreg_local::{DataDirWatcher, FsArtifactStore, StateDir, WatchOptions};
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The data directory, laid out like the registry's S3 bucket.
+    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
+    data: PathBuf,
+
+    /// Address to listen on (`HOST:PORT`; port 0 picks a free one).
+    #[arg(long, env = "TFREG_LISTEN", default_value = "127.0.0.1:8443")]
+    listen: String,
+
+    /// The registry's public hostname (default: the listen address). The mirror serves the
+    /// registry's own providers under it.
+    #[arg(long, env = "TFREG_HOSTNAME")]
+    hostname: Option<String>,
+
+    /// PEM certificate (chain) to serve; without it a self-signed one is generated.
+    #[arg(long, env = "TFREG_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "TFREG_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// Answer requests without a token. (Access control is not built yet: until it is,
+    /// the registry answers everyone, with or without this flag.)
+    #[arg(long, env = "TFREG_PUBLIC")]
+    public: bool,
+
+    /// How long a download URL stays valid.
+    #[arg(long, env = "TFREG_URL_TTL", default_value = "5m", value_parser = humantime::parse_duration)]
+    url_ttl: Duration,
+
+    /// How often the whole data directory is compared with the index, as a safety net for
+    /// lost file notifications.
+    #[arg(long, env = "TFREG_RESCAN_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
+    rescan_interval: Duration,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    if args.url_ttl < Duration::from_secs(10) || args.url_ttl > Duration::from_secs(7 * 24 * 3600) {
+        bail!("--url-ttl must be between 10s and 7days");
+    }
+    if args.rescan_interval < Duration::from_secs(1) {
+        bail!("--rescan-interval must be at least 1s");
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let data = prepare_data_dir(&args.data)?;
+    let state_dir = StateDir::open(&data)?;
+    let signer = Arc::new(UrlSigner::new(state_dir.signing_secret()?, args.url_ttl));
+    let (tls, generated) = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => ((absolute(cert)?, absolute(key)?), false),
+        _ => {
+            let files = state_dir.self_signed_tls()?;
+            ((files.cert, files.key), files.generated)
+        }
+    };
+    let tls_config = RustlsConfig::from_pem_file(&tls.0, &tls.1)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot load the TLS certificate {} and key {}",
+                tls.0.display(),
+                tls.1.display()
+            )
+        })?;
+
+    let listener = std::net::TcpListener::bind(&args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    listener.set_nonblocking(true)?;
+    let local_addr = listener.local_addr()?;
+    let hostname = args.hostname.clone().unwrap_or_else(|| local_addr.to_string());
+
+    let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
+    let metadata = Arc::new(MemoryMetadataStore::new());
+    let indexer = Arc::new(Indexer::new(metadata.clone(), artifacts.clone()));
+    tracing::info!(data = %data.display(), "indexing the data directory");
+    let watch = WatchOptions {
+        rescan_interval: args.rescan_interval,
+        ..WatchOptions::default()
+    };
+    let _watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
+
+    let registry = Registry::new(metadata, artifacts);
+    let app = tfreg_http::router(AppState::new(registry, Some(signer)));
+
+    print_banner(&Banner {
+        addr: local_addr,
+        hostname: &hostname,
+        data: &data,
+        cert: &tls.0,
+        self_signed: args.tls_cert.is_none(),
+        generated,
+        public: args.public,
+    });
+
+    let handle = axum_server::Handle::new();
+    tokio::spawn(shutdown_on_signal(handle.clone()));
+    axum_server::from_tcp_rustls(listener, tls_config)
+        .context("cannot serve on the listening socket")?
+        .handle(handle)
+        .serve(app.into_make_service())
+        .await
+        .context("the server stopped")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("bad path {}", path.display()))
+}
+
+/// Creates the data directory and its publishing folders if needed; returns its canonical
+/// path, so the watcher's paths map back to keys.
+fn prepare_data_dir(data: &Path) -> anyhow::Result<PathBuf> {
+    for dir in ["modules", "providers", "keys", "mirror"] {
+        let path = data.join(dir);
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("cannot create the data directory {}", path.display()))?;
+    }
+    data.canonicalize()
+        .with_context(|| format!("cannot open the data directory {}", data.display()))
+}
+
+async fn shutdown_on_signal(handle: axum_server::Handle<SocketAddr>) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                let _ = ctrl_c.await;
+                handle.graceful_shutdown(Some(Duration::from_secs(10)));
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+    handle.graceful_shutdown(Some(Duration::from_secs(10)));
+}
+
+struct Banner<'a> {
+    addr: SocketAddr,
+    hostname: &'a str,
+    data: &'a Path,
+    cert: &'a Path,
+    self_signed: bool,
+    generated: bool,
+    public: bool,
+}
+
+/// What a user needs to point Terraform at this server, on stdout. The first line is stable:
+/// `tfreg serving https://ADDR/` (tests and scripts read the address from it).
+fn print_banner(b: &Banner<'_>) {
+    let url = format!("https://{}", b.addr);
+    let cert = b.cert.display();
+    let mut out = String::new();
+    out.push_str(&format!("tfreg serving {url}/\n\n"));
+    out.push_str(&format!("  data directory: {}\n", b.data.display()));
+    let cert_note = match (b.self_signed, b.generated) {
+        (true, true) => " (self-signed for localhost and 127.0.0.1, generated now)",
+        (true, false) => " (self-signed for localhost and 127.0.0.1)",
+        _ => "",
+    };
+    out.push_str(&format!("  certificate:    {cert}{cert_note}\n"));
+    out.push_str(&format!("  hostname:       {}\n", b.hostname));
+    if !b.public {
+        out.push_str("  access:         open to everyone (access control is not built yet)\n");
+    }
+    if b.self_signed {
+        out.push_str(&format!(
+            "\nTerraform trusts the certificate through:\n\n  export SSL_CERT_FILE={cert}\n"
+        ));
+    }
+    out.push_str(&format!(
+        "\nUse a module (Terraform needs a dot in the host, so use 127.0.0.1 rather than localhost):\n\n  \
+         module \"example\" {{\n    source  = \"{addr}/<namespace>/<name>/<system>\"\n    version = \"~> 1.0\"\n  }}\n",
+        addr = b.addr
+    ));
+    out.push_str(&format!(
+        "\nTerraform CLI configuration (~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n\
+         # tfreg:cli-config:begin\n\
+         host \"{host}\" {{\n  services = {{\n    \"modules.v1\"   = \"{url}/v1/modules/\"\n    \"providers.v1\" = \"{url}/v1/providers/\"\n  }}\n}}\n\
+         # tfreg:cli-config:end\n",
+        host = b.hostname
+    ));
+    print!("{out}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+}
