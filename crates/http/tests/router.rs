@@ -1,0 +1,291 @@
+//! The API router, exercised without a socket: requests in, responses out, as Terraform sees
+//! them. In-memory stores stand in for the data directory.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use axum::Router;
+use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore};
+use tfreg_core::signing::UrlSigner;
+use tfreg_core::{Indexer, Origin, Registry};
+use tfreg_http::{router, AppState};
+use tower::ServiceExt;
+
+const HOST: &str = "registry.example.test:8443";
+
+struct Given {
+    app: Router,
+    signer: Arc<UrlSigner>,
+}
+
+/// A registry holding `files` (key, content), indexed.
+async fn given(files: &[(&str, &[u8])]) -> Given {
+    let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
+    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
+    let metadata = Arc::new(MemoryMetadataStore::new());
+    for (key, content) in files {
+        artifacts.put(key, content.to_vec());
+    }
+    Indexer::new(metadata.clone(), artifacts.clone())
+        .reindex_all(|_, _| {})
+        .await
+        .unwrap();
+    let registry = Registry::new(metadata, artifacts);
+    Given {
+        app: router(AppState::new(registry, Some(signer.clone()))),
+        signer,
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// Asserts the body is `{"errors": [<one or more strings>]}` and returns the first.
+    fn error(&self) -> String {
+        let json = self.json();
+        let errors = json["errors"].as_array().unwrap_or_else(|| panic!("no errors in {json}"));
+        assert!(!errors.is_empty() && errors.iter().all(|e| e.is_string()), "{json}");
+        errors[0].as_str().unwrap().to_owned()
+    }
+}
+
+async fn send(app: &Router, method: Method, uri: &str) -> Reply {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::HOST, HOST)
+        .body(Body::empty())
+        .unwrap();
+    send_request(app, request).await
+}
+
+async fn send_request(app: &Router, request: Request<Body>) -> Reply {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec();
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn get(app: &Router, uri: &str) -> Reply {
+    send(app, Method::GET, uri).await
+}
+
+const NETWORK: &[(&str, &[u8])] = &[
+    ("modules/acme/network/aws/1.0.0.tar.gz", b"one"),
+    ("modules/acme/network/aws/1.10.0.tar.gz", b"one-ten"),
+    ("modules/acme/network/aws/1.2.0.tar.gz", b"one-two"),
+    ("modules/acme/network/aws/2.0.0-rc.1.tar.gz", b"two-rc"),
+    ("modules/acme/network/aws/latest.tar.gz", b"never"),
+    ("modules/acme/dns/azure/0.1.0.zip", b"zip"),
+];
+
+#[tokio::test]
+async fn discovery_advertises_the_services() {
+    let g = given(&[]).await;
+    let reply = get(&g.app, "/.well-known/terraform.json").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.headers[header::CONTENT_TYPE], "application/json");
+    assert_eq!(
+        reply.json(),
+        serde_json::json!({"modules.v1": "/v1/modules/", "providers.v1": "/v1/providers/"})
+    );
+}
+
+#[tokio::test]
+async fn versions_lists_every_published_version_in_order_whatever_the_case() {
+    let g = given(NETWORK).await;
+    for uri in ["/v1/modules/acme/network/aws/versions", "/v1/modules/ACME/Network/aws/versions"] {
+        let reply = get(&g.app, uri).await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}");
+        assert_eq!(
+            reply.json(),
+            serde_json::json!({"modules": [{"versions": [
+                {"version": "1.0.0"}, {"version": "1.2.0"}, {"version": "1.10.0"}, {"version": "2.0.0-rc.1"}
+            ]}]})
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_modules_and_versions_are_404_json() {
+    let g = given(NETWORK).await;
+    let reply = get(&g.app, "/v1/modules/acme/nothing/aws/versions").await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    assert_eq!(reply.error(), "module acme/nothing/aws is not published here");
+
+    let reply = get(&g.app, "/v1/modules/acme/network/aws/9.0.0/download").await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    assert_eq!(reply.error(), "module acme/network/aws has no version 9.0.0");
+}
+
+/// Splits an absolute download URL into the path-and-query the router sees.
+fn path_and_query(url: &str) -> &str {
+    let rest = url.strip_prefix(&format!("https://{HOST}")).unwrap_or_else(|| panic!("{url}"));
+    assert!(rest.starts_with('/'), "{url}");
+    rest
+}
+
+#[tokio::test]
+async fn download_answers_204_with_an_absolute_self_authorising_url() {
+    let g = given(NETWORK).await;
+    let reply = get(&g.app, "/v1/modules/acme/network/aws/1.2.0/download").await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    assert!(reply.body.is_empty());
+    let url = reply.headers["x-terraform-get"].to_str().unwrap().to_owned();
+    let path = url.split('?').next().unwrap();
+    assert_eq!(
+        path,
+        format!("https://{HOST}/v1/artifacts/modules/acme/network/aws/1.2.0.tar.gz"),
+        "the path ends with the archive's suffix, for Terraform's unpacker"
+    );
+
+    // GET and HEAD both work on it, without credentials.
+    let fetched = get(&g.app, path_and_query(&url)).await;
+    assert_eq!(fetched.status, StatusCode::OK);
+    assert_eq!(fetched.body, b"one-two");
+    assert_eq!(fetched.headers[header::CONTENT_TYPE], "application/gzip");
+    let head = send(&g.app, Method::HEAD, path_and_query(&url)).await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(head.headers[header::CONTENT_LENGTH], "7");
+    assert!(head.body.is_empty());
+
+    let zip = get(&g.app, "/v1/modules/acme/dns/azure/0.1.0/download").await;
+    let url = zip.headers["x-terraform-get"].to_str().unwrap();
+    assert!(url.split('?').next().unwrap().ends_with("/0.1.0.zip"), "{url}");
+    assert_eq!(get(&g.app, path_and_query(url)).await.body, b"zip");
+}
+
+#[tokio::test]
+async fn tampered_and_expired_download_urls_are_403_json() {
+    let g = given(NETWORK).await;
+    let reply = get(&g.app, "/v1/modules/acme/network/aws/1.0.0/download").await;
+    let url = reply.headers["x-terraform-get"].to_str().unwrap().to_owned();
+    let good = path_and_query(&url).to_owned();
+    assert_eq!(get(&g.app, &good).await.status, StatusCode::OK);
+
+    let (path, query) = good.split_once('?').unwrap();
+    let expires: u64 = query
+        .split('&')
+        .find_map(|p| p.strip_prefix("expires="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let signature = query.split('&').find_map(|p| p.strip_prefix("signature=")).unwrap();
+    let mut flipped = signature.to_owned().into_bytes();
+    flipped[3] = if flipped[3] == b'a' { b'b' } else { b'a' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    let tampered = [
+        good.replace("1.0.0.tar.gz", "1.2.0.tar.gz"),
+        format!("{path}?expires={}&signature={signature}", expires + 60),
+        format!("{path}?expires={expires}&signature={flipped}"),
+        format!("{path}?expires={expires}"),
+        format!("{path}?signature={signature}"),
+        format!("{path}?expires=soon&signature={signature}"),
+        path.to_owned(),
+    ];
+    for uri in tampered {
+        let reply = get(&g.app, &uri).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{uri}");
+        assert!(reply.error().contains("invalid or has expired"), "{uri}");
+    }
+
+    // Signed by the same server, but an hour ago with a five-minute lifetime.
+    let origin = Origin::https(HOST).unwrap();
+    let old = g.signer.url(
+        &origin,
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        SystemTime::now() - Duration::from_secs(3600),
+    );
+    let reply = get(&g.app, path_and_query(&old)).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    let reply = send(&g.app, Method::HEAD, path_and_query(&old)).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_file_unpublished_after_signing_is_404_not_500() {
+    let g = given(NETWORK).await;
+    let origin = Origin::https(HOST).unwrap();
+    let url = g.signer.url(&origin, "modules/acme/network/aws/3.0.0.tar.gz", SystemTime::now());
+    let reply = get(&g.app, path_and_query(&url)).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    reply.error();
+    // A signature over something that is not a published kind of file is refused too.
+    let url = g.signer.url(&origin, "keys/acme/../../etc/passwd", SystemTime::now());
+    assert_eq!(get(&g.app, path_and_query(&url)).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn malformed_requests_get_4xx_json() {
+    let g = given(NETWORK).await;
+    let cases: &[(Method, &str, StatusCode)] = &[
+        (Method::GET, "/", StatusCode::NOT_FOUND),
+        (Method::GET, "/v1/modules/acme/network/versions", StatusCode::NOT_FOUND),
+        (Method::GET, "/v1/modules/ac.me/network/aws/versions", StatusCode::BAD_REQUEST),
+        (Method::GET, "/v1/modules/acme/net%2Fwork/aws/versions", StatusCode::BAD_REQUEST),
+        (Method::GET, "/v1/modules/acme/network/aws-x/versions", StatusCode::BAD_REQUEST),
+        (Method::GET, "/v1/modules/%FF%FE/network/aws/versions", StatusCode::BAD_REQUEST),
+        (Method::GET, "/v1/modules/acme/network/aws/latest/download", StatusCode::BAD_REQUEST),
+        (Method::GET, "/v1/modules/acme/network/aws/v1.0.0/download", StatusCode::BAD_REQUEST),
+        (Method::POST, "/v1/modules/acme/network/aws/versions", StatusCode::METHOD_NOT_ALLOWED),
+        (Method::DELETE, "/.well-known/terraform.json", StatusCode::METHOD_NOT_ALLOWED),
+        (Method::GET, "/v1/artifacts/", StatusCode::NOT_FOUND),
+        (Method::GET, "/v1/artifacts/%00?expires=1&signature=x", StatusCode::FORBIDDEN),
+    ];
+    for (method, uri, status) in cases {
+        let reply = send(&g.app, method.clone(), uri).await;
+        assert_eq!(reply.status, *status, "{method} {uri}");
+        reply.error();
+    }
+
+    // Download URLs are built from the Host header, so a forged one is refused.
+    for host in ["evil.example/path", "user@evil.example", ""] {
+        let request = Request::builder()
+            .uri("/v1/modules/acme/network/aws/1.0.0/download")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap();
+        let reply = send_request(&g.app, request).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{host:?}");
+        assert_eq!(reply.error(), "missing or malformed Host header");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    #[test]
+    fn no_path_gets_a_5xx(tail in "[a-zA-Z0-9%./_~+-]{0,40}(/[a-zA-Z0-9%._-]{0,12}){0,5}",
+                          prefix in proptest::sample::select(vec![
+                              "/v1/modules/", "/v1/modules/acme/network/aws/", "/v1/artifacts/modules/",
+                              "/.well-known/", "/v1/providers/", "/"])) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let g = given(NETWORK).await;
+            let uri = format!("{prefix}{tail}");
+            let Ok(request) = Request::builder().uri(&uri).header(header::HOST, HOST).body(Body::empty()) else {
+                return; // not a URI a client could send
+            };
+            let reply = send_request(&g.app, request).await;
+            assert!(reply.status.as_u16() < 500, "{uri}: {}", reply.status);
+            if !reply.status.is_success() {
+                reply.error();
+            }
+        });
+    }
+}
