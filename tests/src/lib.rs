@@ -1,0 +1,340 @@
+//! The end-to-end harness: starts the real `tfreg` binary on a free port over a temporary
+//! data directory, builds module archives, and runs the real `terraform` CLI against it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use tempfile::TempDir;
+
+/// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder).
+pub fn tfreg_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let bin = dir.join(format!("tfreg{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first with `cargo build --bins` (`make test` does both)",
+        bin.display()
+    );
+    bin
+}
+
+/// Fails the test, with install instructions, when `terraform` is not on PATH.
+pub fn require_terraform() {
+    let found = Command::new("terraform")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "the `terraform` CLI is not on PATH, and the end-to-end tests drive the real one. \
+         Install Terraform 1.5 or later (https://developer.hashicorp.com/terraform/install, \
+         or the HashiCorp apt repository: `apt-get install terraform`) and run the tests again."
+    );
+}
+
+/// Polls `check` until it returns true or `timeout` passes; returns whether it did.
+pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A running `tfreg serve`, stopped when dropped.
+pub struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+    /// `https://127.0.0.1:PORT`
+    pub url: String,
+    pub data: PathBuf,
+    pub cert: PathBuf,
+    stdout: Arc<Mutex<String>>,
+    log: PathBuf,
+    _log_dir: TempDir,
+}
+
+impl Server {
+    /// Starts `tfreg serve --data DATA --listen 127.0.0.1:0 EXTRA...` and waits until it
+    /// prints its address.
+    pub fn start(data: &Path, extra: &[&str]) -> Server {
+        let log_dir = TempDir::new().unwrap();
+        let log = log_dir.path().join("tfreg.log");
+        let mut child = Command::new(tfreg_bin())
+            .args(["serve", "--data"])
+            .arg(data)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("tfreg starts");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let (first_line_tx, first_line) = mpsc::channel();
+        {
+            let stdout = Arc::clone(&stdout);
+            let pipe = child.stdout.take().unwrap();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(pipe);
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                stdout.lock().unwrap().push_str(&line);
+                let _ = first_line_tx.send(line);
+                loop {
+                    let mut line = String::new();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => stdout.lock().unwrap().push_str(&line),
+                    }
+                }
+            });
+        }
+        let line = first_line.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let Some(url) = line
+            .trim()
+            .strip_prefix("tfreg serving ")
+            .map(|u| u.trim_end_matches('/').to_owned())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "tfreg did not start (first line {line:?}); its log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        };
+        let addr = url.trim_start_matches("https://").to_owned();
+        let cert = data.join(".tfreg/tls/cert.pem");
+        Server {
+            child,
+            addr,
+            url,
+            data: data.to_path_buf(),
+            cert,
+            stdout,
+            log,
+            _log_dir: log_dir,
+        }
+    }
+
+    /// Everything the server printed on stdout so far.
+    pub fn stdout(&self) -> String {
+        // The banner is printed in one go; give the reader thread a moment to collect it.
+        let _ = wait_until(Duration::from_secs(5), || {
+            self.stdout.lock().unwrap().contains("tfreg:cli-config:end")
+        });
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// The Terraform CLI configuration the server printed.
+    pub fn printed_cli_config(&self) -> String {
+        let out = self.stdout();
+        let begin = out.find("# tfreg:cli-config:begin").expect("config begin marker");
+        let end = out.find("# tfreg:cli-config:end").expect("config end marker");
+        out[begin..end].to_owned()
+    }
+
+    /// The server's log (stderr) so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// An HTTPS client that trusts `cert`.
+    pub fn client(&self) -> reqwest::blocking::Client {
+        client_trusting(&self.cert)
+    }
+
+    /// GETs a path on the server; returns status and body.
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let response = self.client().get(format!("{}{path}", self.url)).send().unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    }
+
+    /// Writes a file into the data directory, creating folders (as a publisher would).
+    pub fn publish(&self, key: &str, content: &[u8]) {
+        publish(&self.data, key, content);
+    }
+
+    /// The versions the registry lists for a module, or none if it's not found.
+    pub fn module_versions(&self, module: &str) -> Vec<String> {
+        let (status, body) = self.get(&format!("/v1/modules/{module}/versions"));
+        if status == 404 {
+            return vec![];
+        }
+        assert_eq!(status, 200, "{body}");
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        json["modules"][0]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- tfreg log ---\n{}--- end of tfreg log ---", self.log());
+        }
+    }
+}
+
+pub fn client_trusting(cert: &Path) -> reqwest::blocking::Client {
+    let pem = std::fs::read(cert).unwrap();
+    reqwest::blocking::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Writes `content` under `key` in a data directory, creating folders.
+pub fn publish(data: &Path, key: &str, content: &[u8]) {
+    let path = data.join(key);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// A gzipped tarball of `files` (path, content).
+pub fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut builder = tar::Builder::new(encoder);
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(1_700_000_000);
+        header.set_cksum();
+        builder.append_data(&mut header, path, content.as_bytes()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// A zip archive of `files` (path, content, unix mode).
+pub fn zip(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (path, content, mode) in files {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(*mode);
+        writer.start_file(*path, options).unwrap();
+        writer.write_all(content).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+/// A module whose `main.tf` reports `version`, so an installed copy can be identified.
+pub fn module_files(version: &str) -> [(&'static str, String); 2] {
+    [
+        ("main.tf", format!("output \"version\" {{\n  value = \"{version}\"\n}}\n")),
+        ("VERSION", format!("{version}\n")),
+    ]
+}
+
+/// A working directory for the real `terraform` CLI with its own CLI configuration.
+pub struct Terraform {
+    pub dir: TempDir,
+    env: Vec<(String, String)>,
+}
+
+impl Terraform {
+    /// A fresh directory whose CLI configuration is `cli_config`, trusting `cert`.
+    pub fn new(cli_config: &str, cert: &Path) -> Terraform {
+        require_terraform();
+        let dir = TempDir::new().unwrap();
+        let config = dir.path().join("terraform.rc");
+        std::fs::write(&config, cli_config).unwrap();
+        let env = vec![
+            ("TF_CLI_CONFIG_FILE".into(), config.display().to_string()),
+            ("SSL_CERT_FILE".into(), cert.display().to_string()),
+            ("CHECKPOINT_DISABLE".into(), "1".into()),
+            ("TF_IN_AUTOMATION".into(), "1".into()),
+            ("TF_INPUT".into(), "0".into()),
+        ];
+        Terraform { dir, env }
+    }
+
+    pub fn write(&self, file: &str, content: &str) {
+        std::fs::write(self.dir.path().join(file), content).unwrap();
+    }
+
+    /// Runs `terraform ARGS...` in the directory.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut command = Command::new("terraform");
+        command.args(args).current_dir(self.dir.path());
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command.env_remove("TF_LOG").env_remove("TF_PLUGIN_CACHE_DIR");
+        command.output().expect("terraform runs")
+    }
+
+    /// `terraform init`, asserting it succeeds.
+    pub fn init(&self, extra: &[&str]) -> String {
+        let mut args = vec!["init", "-no-color", "-input=false"];
+        args.extend_from_slice(extra);
+        let output = self.run(&args);
+        let text = describe(&output);
+        assert!(output.status.success(), "terraform init failed:\n{text}");
+        text
+    }
+
+    /// `terraform init`, asserting it fails; returns its output.
+    pub fn init_fails(&self) -> String {
+        let output = self.run(&["init", "-no-color", "-input=false"]);
+        let text = describe(&output);
+        assert!(!output.status.success(), "terraform init should have failed:\n{text}");
+        text
+    }
+
+    /// The installed version of each module call, from `.terraform/modules/modules.json`.
+    pub fn installed_modules(&self) -> std::collections::BTreeMap<String, String> {
+        let path = self.dir.path().join(".terraform/modules/modules.json");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        json["Modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["Key"] != "")
+            .map(|m| {
+                (
+                    m["Key"].as_str().unwrap().to_owned(),
+                    m["Version"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// The content of an installed module's file.
+    pub fn module_file(&self, key: &str, file: &str) -> String {
+        let path = self.dir.path().join(".terraform/modules").join(key).join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

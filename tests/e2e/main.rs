@@ -1,0 +1,5 @@
+//! End-to-end tests: the real `tfreg serve` on a free port, driven by the real `terraform`.
+//! One test binary; one module per feature.
+
+mod modules;
+mod serve;

@@ -1,0 +1,82 @@
+//! `tfreg serve` itself: TLS, its printed instructions, downloads over the wire.
+
+use tfreg_e2e::{client_trusting, publish, tar_gz, Server, TempDir};
+
+#[test]
+fn serve_uses_a_given_certificate() {
+    // Given a certificate the user brings,
+    let tls = TempDir::new().unwrap();
+    let key_pair = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    let cert = params.self_signed(&key_pair).unwrap();
+    let cert_path = tls.path().join("own-cert.pem");
+    let key_path = tls.path().join("own-key.pem");
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
+    let data = TempDir::new().unwrap();
+
+    // when the server starts with it,
+    let server = Server::start(
+        data.path(),
+        &["--tls-cert", cert_path.to_str().unwrap(), "--tls-key", key_path.to_str().unwrap()],
+    );
+
+    // then clients trusting that certificate reach it, and no certificate was generated.
+    let response = client_trusting(&cert_path)
+        .get(format!("{}/.well-known/terraform.json", server.url))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(!data.path().join(".tfreg/tls/cert.pem").exists());
+    assert!(server.stdout().contains(&*cert_path.to_string_lossy()));
+}
+
+#[test]
+fn serve_prints_the_certificate_and_a_cli_config() {
+    let data = TempDir::new().unwrap();
+    let server = Server::start(data.path(), &["--hostname", "registry.example.test"]);
+    let out = server.stdout();
+    assert!(out.contains(&format!("export SSL_CERT_FILE={}", server.cert.display())), "{out}");
+    let config = server.printed_cli_config();
+    assert!(config.contains("host \"registry.example.test\""), "{config}");
+    assert!(config.contains(&format!("\"modules.v1\"   = \"{}/v1/modules/\"", server.url)), "{config}");
+    // The generated certificate is reused on the next start.
+    let pem = std::fs::read_to_string(&server.cert).unwrap();
+    drop(server);
+    let again = Server::start(data.path(), &[]);
+    assert_eq!(std::fs::read_to_string(&again.cert).unwrap(), pem);
+}
+
+#[test]
+fn downloads_work_with_head_and_get_and_refuse_tampering_over_the_wire() {
+    let data = TempDir::new().unwrap();
+    let archive = tar_gz(&[("main.tf", "")]);
+    publish(data.path(), "modules/acme/network/aws/1.0.0.tar.gz", &archive);
+    let server = Server::start(data.path(), &[]);
+    let client = server.client();
+
+    let response = client
+        .get(format!("{}/v1/modules/acme/network/aws/1.0.0/download", server.url))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    let url = response.headers()["x-terraform-get"].to_str().unwrap().to_owned();
+    assert!(url.starts_with(&format!("{}/v1/artifacts/", server.url)), "{url}");
+
+    let head = client.head(&url).send().unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()["content-length"], archive.len().to_string().as_str());
+    let get = client.get(&url).send().unwrap();
+    assert_eq!(get.status(), 200);
+    assert_eq!(get.bytes().unwrap().as_ref(), archive.as_slice());
+
+    let tampered = url.replace("signature=", "signature=A");
+    let refused = client.get(&tampered).send().unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: serde_json::Value = refused.json().unwrap();
+    assert!(body["errors"][0].as_str().unwrap().contains("expired"), "{body}");
+
+    // The signature never reaches the log.
+    let signature = url.split("signature=").nth(1).unwrap();
+    assert!(!server.log().contains(signature));
+}
