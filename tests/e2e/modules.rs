@@ -22,15 +22,35 @@ fn zip_module(version: &str) -> Vec<u8> {
 fn published_data() -> TempDir {
     let data = TempDir::new().unwrap();
     for v in ["0.9.0", "1.0.0", "1.1.0", "2.0.0-beta.1"] {
-        publish(data.path(), &format!("modules/acme/network/aws/{v}.tar.gz"), &tar_module(v));
+        publish(
+            data.path(),
+            &format!("modules/acme/network/aws/{v}.tar.gz"),
+            &tar_module(v),
+        );
     }
     for v in ["0.1.0", "0.2.0"] {
-        publish(data.path(), &format!("modules/acme/dns/azure/{v}.zip"), &zip_module(v));
+        publish(
+            data.path(),
+            &format!("modules/acme/dns/azure/{v}.zip"),
+            &zip_module(v),
+        );
     }
-    publish(data.path(), "modules/Acme/Storage/GCP/3.0.0.tgz", &tar_module("3.0.0"));
+    publish(
+        data.path(),
+        "modules/Acme/Storage/GCP/3.0.0.tgz",
+        &tar_module("3.0.0"),
+    );
     // Never served: not semantic versions. `~> 1.0` would pick "v1.5.0" if it were.
-    publish(data.path(), "modules/acme/network/aws/latest.tar.gz", &tar_module("latest"));
-    publish(data.path(), "modules/acme/network/aws/v1.5.0.tar.gz", &tar_module("v1.5.0"));
+    publish(
+        data.path(),
+        "modules/acme/network/aws/latest.tar.gz",
+        &tar_module("latest"),
+    );
+    publish(
+        data.path(),
+        "modules/acme/network/aws/v1.5.0.tar.gz",
+        &tar_module("v1.5.0"),
+    );
     data
 }
 
@@ -49,7 +69,12 @@ fn terraform_installs_modules_by_version_constraint() {
         ("pessimistic", "acme/network/aws", Some("~> 1.0"), "1.1.0"),
         ("range", "acme/network/aws", Some(">= 0.9, < 1.1"), "1.0.0"),
         ("any_release", "acme/network/aws", Some(">= 0.1"), "1.1.0"),
-        ("exact_prerelease", "acme/network/aws", Some("2.0.0-beta.1"), "2.0.0-beta.1"),
+        (
+            "exact_prerelease",
+            "acme/network/aws",
+            Some("2.0.0-beta.1"),
+            "2.0.0-beta.1",
+        ),
         ("zip_exact", "acme/dns/azure", Some("0.1.0"), "0.1.0"),
         ("zip_newest", "acme/dns/azure", None, "0.2.0"),
         ("tgz_mixed_case", "ACME/storage/gcp", Some("3.0.0"), "3.0.0"),
@@ -57,7 +82,9 @@ fn terraform_installs_modules_by_version_constraint() {
     let tf = Terraform::new(&server.printed_cli_config(), &server.cert);
     let config: String = calls
         .iter()
-        .map(|(name, module, constraint, _)| module_block(name, &format!("{host}/{module}"), *constraint))
+        .map(|(name, module, constraint, _)| {
+            module_block(name, &format!("{host}/{module}"), *constraint)
+        })
         .collect();
     tf.write("main.tf", &config);
 
@@ -68,9 +95,14 @@ fn terraform_installs_modules_by_version_constraint() {
     // asked for exactly), unpacked from its archive.
     let installed = tf.installed_modules();
     for (name, _, _, expected) in calls {
-        assert_eq!(installed.get(name).map(String::as_str), Some(expected), "{name}: {installed:?}");
+        assert_eq!(
+            installed.get(name).map(String::as_str),
+            Some(expected),
+            "{name}: {installed:?}"
+        );
         assert!(
-            tf.module_file(name, "main.tf").contains(&format!("value = \"{expected}\"")),
+            tf.module_file(name, "main.tf")
+                .contains(&format!("value = \"{expected}\"")),
             "{name} holds the files of another version"
         );
     }
@@ -78,11 +110,15 @@ fn terraform_installs_modules_by_version_constraint() {
     let log = server.log();
     for bad in ["latest.tar.gz", "v1.5.0.tar.gz"] {
         assert!(
-            log.lines().any(|l| l.contains("rejected") && l.contains(bad)),
+            log.lines()
+                .any(|l| l.contains("rejected") && l.contains(bad)),
             "no rejection logged for {bad}:\n{log}"
         );
     }
-    assert_eq!(server.module_versions("acme/network/aws"), ["0.9.0", "1.0.0", "1.1.0", "2.0.0-beta.1"]);
+    assert_eq!(
+        server.module_versions("acme/network/aws"),
+        ["0.9.0", "1.0.0", "1.1.0", "2.0.0-beta.1"]
+    );
 }
 
 #[test]
@@ -97,12 +133,17 @@ fn files_published_and_deleted_while_serving_take_effect_without_a_restart() {
 
     // Given a new version published into a folder that did not exist yet (new module) and
     // into an existing one,
-    server.publish("modules/acme/network/aws/1.2.0.tar.gz", &tar_module("1.2.0"));
+    server.publish(
+        "modules/acme/network/aws/1.2.0.tar.gz",
+        &tar_module("1.2.0"),
+    );
     server.publish("modules/acme/fresh/aws/0.0.1.zip", &zip_module("0.0.1"));
     // then both are served without a restart,
     assert!(
         wait_until(Duration::from_secs(10), || {
-            server.module_versions("acme/network/aws").contains(&"1.2.0".to_owned())
+            server
+                .module_versions("acme/network/aws")
+                .contains(&"1.2.0".to_owned())
                 && server.module_versions("acme/fresh/aws") == ["0.0.1"]
         }),
         "new files were not picked up: {:?}",
@@ -116,7 +157,9 @@ fn files_published_and_deleted_while_serving_take_effect_without_a_restart() {
     std::fs::remove_dir_all(data.path().join("modules/acme/fresh")).unwrap();
     assert!(
         wait_until(Duration::from_secs(10), || {
-            !server.module_versions("acme/network/aws").contains(&"1.2.0".to_owned())
+            !server
+                .module_versions("acme/network/aws")
+                .contains(&"1.2.0".to_owned())
                 && server.module_versions("acme/fresh/aws").is_empty()
         }),
         "deleted files are still served"
@@ -133,16 +176,32 @@ fn terraform_reports_modules_and_versions_that_do_not_exist() {
     let server = Server::start(data.path(), &[]);
 
     let tf = Terraform::new("", &server.cert);
-    tf.write("main.tf", &module_block("missing", &format!("{}/acme/missing/aws", server.addr), None));
+    tf.write(
+        "main.tf",
+        &module_block(
+            "missing",
+            &format!("{}/acme/missing/aws", server.addr),
+            None,
+        ),
+    );
     let output = tf.init_fails();
-    assert!(output.contains("cannot be found in the module registry"), "{output}");
+    assert!(
+        output.contains("cannot be found in the module registry"),
+        "{output}"
+    );
 
     let tf = Terraform::new("", &server.cert);
     let source = format!("{}/acme/network/aws", server.addr);
     tf.write("main.tf", &module_block("too_new", &source, Some(">= 5.0")));
     let output = tf.init_fails();
-    assert!(output.contains("Unresolvable module version constraint"), "{output}");
+    assert!(
+        output.contains("Unresolvable module version constraint"),
+        "{output}"
+    );
     // Terraform wraps its messages; compare with whitespace folded.
     let folded = output.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(folded.contains("The newest available version is 1.1.0"), "{output}");
+    assert!(
+        folded.contains("The newest available version is 1.1.0"),
+        "{output}"
+    );
 }

@@ -18,7 +18,12 @@ fn serve_uses_a_given_certificate() {
     // when the server starts with it,
     let server = Server::start(
         data.path(),
-        &["--tls-cert", cert_path.to_str().unwrap(), "--tls-key", key_path.to_str().unwrap()],
+        &[
+            "--tls-cert",
+            cert_path.to_str().unwrap(),
+            "--tls-key",
+            key_path.to_str().unwrap(),
+        ],
     );
 
     // then clients trusting that certificate reach it, and no certificate was generated.
@@ -36,10 +41,22 @@ fn serve_prints_the_certificate_and_a_cli_config() {
     let data = TempDir::new().unwrap();
     let server = Server::start(data.path(), &["--hostname", "registry.example.test"]);
     let out = server.stdout();
-    assert!(out.contains(&format!("export SSL_CERT_FILE={}", server.cert.display())), "{out}");
+    assert!(
+        out.contains(&format!("export SSL_CERT_FILE={}", server.cert.display())),
+        "{out}"
+    );
     let config = server.printed_cli_config();
-    assert!(config.contains("host \"registry.example.test\""), "{config}");
-    assert!(config.contains(&format!("\"modules.v1\"   = \"{}/v1/modules/\"", server.url)), "{config}");
+    assert!(
+        config.contains("host \"registry.example.test\""),
+        "{config}"
+    );
+    assert!(
+        config.contains(&format!(
+            "\"modules.v1\"   = \"{}/v1/modules/\"",
+            server.url
+        )),
+        "{config}"
+    );
     // The generated certificate is reused on the next start.
     let pem = std::fs::read_to_string(&server.cert).unwrap();
     drop(server);
@@ -51,21 +68,37 @@ fn serve_prints_the_certificate_and_a_cli_config() {
 fn downloads_work_with_head_and_get_and_refuse_tampering_over_the_wire() {
     let data = TempDir::new().unwrap();
     let archive = tar_gz(&[("main.tf", "")]);
-    publish(data.path(), "modules/acme/network/aws/1.0.0.tar.gz", &archive);
+    publish(
+        data.path(),
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        &archive,
+    );
     let server = Server::start(data.path(), &[]);
     let client = server.client();
 
     let response = client
-        .get(format!("{}/v1/modules/acme/network/aws/1.0.0/download", server.url))
+        .get(format!(
+            "{}/v1/modules/acme/network/aws/1.0.0/download",
+            server.url
+        ))
         .send()
         .unwrap();
     assert_eq!(response.status(), 204);
-    let url = response.headers()["x-terraform-get"].to_str().unwrap().to_owned();
-    assert!(url.starts_with(&format!("{}/v1/artifacts/", server.url)), "{url}");
+    let url = response.headers()["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        url.starts_with(&format!("{}/v1/artifacts/", server.url)),
+        "{url}"
+    );
 
     let head = client.head(&url).send().unwrap();
     assert_eq!(head.status(), 200);
-    assert_eq!(head.headers()["content-length"], archive.len().to_string().as_str());
+    assert_eq!(
+        head.headers()["content-length"],
+        archive.len().to_string().as_str()
+    );
     let get = client.get(&url).send().unwrap();
     assert_eq!(get.status(), 200);
     assert_eq!(get.bytes().unwrap().as_ref(), archive.as_slice());
@@ -74,7 +107,10 @@ fn downloads_work_with_head_and_get_and_refuse_tampering_over_the_wire() {
     let refused = client.get(&tampered).send().unwrap();
     assert_eq!(refused.status(), 403);
     let body: serde_json::Value = refused.json().unwrap();
-    assert!(body["errors"][0].as_str().unwrap().contains("expired"), "{body}");
+    assert!(
+        body["errors"][0].as_str().unwrap().contains("expired"),
+        "{body}"
+    );
 
     // The signature never reaches the log.
     let signature = url.split("signature=").nth(1).unwrap();

@@ -13,7 +13,10 @@ pub use tempfile::TempDir;
 /// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder).
 pub fn tfreg_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
     let bin = dir.join(format!("tfreg{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
@@ -104,7 +107,9 @@ impl Server {
                 }
             });
         }
-        let line = first_line.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let line = first_line
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_default();
         let Some(url) = line
             .trim()
             .strip_prefix("tfreg serving ")
@@ -143,8 +148,12 @@ impl Server {
     /// The Terraform CLI configuration the server printed.
     pub fn printed_cli_config(&self) -> String {
         let out = self.stdout();
-        let begin = out.find("# tfreg:cli-config:begin").expect("config begin marker");
-        let end = out.find("# tfreg:cli-config:end").expect("config end marker");
+        let begin = out
+            .find("# tfreg:cli-config:begin")
+            .expect("config begin marker");
+        let end = out
+            .find("# tfreg:cli-config:end")
+            .expect("config end marker");
         out[begin..end].to_owned()
     }
 
@@ -160,7 +169,11 @@ impl Server {
 
     /// GETs a path on the server; returns status and body.
     pub fn get(&self, path: &str) -> (u16, String) {
-        let response = self.client().get(format!("{}{path}", self.url)).send().unwrap();
+        let response = self
+            .client()
+            .get(format!("{}{path}", self.url))
+            .send()
+            .unwrap();
         (response.status().as_u16(), response.text().unwrap())
     }
 
@@ -223,7 +236,9 @@ pub fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
         header.set_mode(0o644);
         header.set_mtime(1_700_000_000);
         header.set_cksum();
-        builder.append_data(&mut header, path, content.as_bytes()).unwrap();
+        builder
+            .append_data(&mut header, path, content.as_bytes())
+            .unwrap();
     }
     builder.into_inner().unwrap().finish().unwrap()
 }
@@ -244,7 +259,10 @@ pub fn zip(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
 /// A module whose `main.tf` reports `version`, so an installed copy can be identified.
 pub fn module_files(version: &str) -> [(&'static str, String); 2] {
     [
-        ("main.tf", format!("output \"version\" {{\n  value = \"{version}\"\n}}\n")),
+        (
+            "main.tf",
+            format!("output \"version\" {{\n  value = \"{version}\"\n}}\n"),
+        ),
         ("VERSION", format!("{version}\n")),
     ]
 }
@@ -283,7 +301,9 @@ impl Terraform {
         for (k, v) in &self.env {
             command.env(k, v);
         }
-        command.env_remove("TF_LOG").env_remove("TF_PLUGIN_CACHE_DIR");
+        command
+            .env_remove("TF_LOG")
+            .env_remove("TF_PLUGIN_CACHE_DIR");
         command.output().expect("terraform runs")
     }
 
@@ -301,7 +321,10 @@ impl Terraform {
     pub fn init_fails(&self) -> String {
         let output = self.run(&["init", "-no-color", "-input=false"]);
         let text = describe(&output);
-        assert!(!output.status.success(), "terraform init should have failed:\n{text}");
+        assert!(
+            !output.status.success(),
+            "terraform init should have failed:\n{text}"
+        );
         text
     }
 
@@ -326,7 +349,12 @@ impl Terraform {
 
     /// The content of an installed module's file.
     pub fn module_file(&self, key: &str, file: &str) -> String {
-        let path = self.dir.path().join(".terraform/modules").join(key).join(file);
+        let path = self
+            .dir
+            .path()
+            .join(".terraform/modules")
+            .join(key)
+            .join(file);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 }

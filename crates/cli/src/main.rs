@@ -8,7 +8,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "tfreg", version, about = "A private Terraform registry that costs nothing when idle")]
+#[command(
+    name = "tfreg",
+    version,
+    about = "A private Terraform registry that costs nothing when idle"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,7 +27,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

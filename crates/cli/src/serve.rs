@@ -86,7 +86,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     listener.set_nonblocking(true)?;
     let local_addr = listener.local_addr()?;
-    let hostname = args.hostname.clone().unwrap_or_else(|| local_addr.to_string());
+    let hostname = args
+        .hostname
+        .clone()
+        .unwrap_or_else(|| local_addr.to_string());
 
     let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
     let metadata = Arc::new(MemoryMetadataStore::new());
@@ -143,15 +146,16 @@ async fn shutdown_on_signal(handle: axum_server::Handle<SocketAddr>) {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                let _ = ctrl_c.await;
-                handle.graceful_shutdown(Some(Duration::from_secs(10)));
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = ctrl_c.await;
+                    handle.graceful_shutdown(Some(Duration::from_secs(10)));
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

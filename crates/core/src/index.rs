@@ -75,7 +75,12 @@ impl Indexer {
                 tracing::info!(key, "published {artifact}");
                 Ok(IndexOutcome::Published(artifact))
             }
-            (Artifact::ModuleArchive { address, version, .. }, None) => {
+            (
+                Artifact::ModuleArchive {
+                    address, version, ..
+                },
+                None,
+            ) => {
                 self.metadata
                     .remove_module_archive(address, version, key)
                     .await?;

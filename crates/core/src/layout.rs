@@ -20,7 +20,8 @@ pub enum ArchiveFormat {
 }
 
 impl ArchiveFormat {
-    pub const ALL: [ArchiveFormat; 3] = [ArchiveFormat::TarGz, ArchiveFormat::Tgz, ArchiveFormat::Zip];
+    pub const ALL: [ArchiveFormat; 3] =
+        [ArchiveFormat::TarGz, ArchiveFormat::Tgz, ArchiveFormat::Zip];
 
     pub fn suffix(self) -> &'static str {
         match self {
@@ -102,7 +103,9 @@ pub fn classify(key: &str) -> Classified {
 
 fn parse_module(parts: &[&str]) -> Result<Artifact, KeyError> {
     let [namespace, name, system, file] = parts else {
-        return Err(KeyError::Shape { expected: MODULE_SHAPE });
+        return Err(KeyError::Shape {
+            expected: MODULE_SHAPE,
+        });
     };
     let address = ModuleAddress::parse(namespace, name, system)?;
     let (stem, format) = ArchiveFormat::split(file).ok_or_else(|| KeyError::ArchiveSuffix {
@@ -153,21 +156,35 @@ mod tests {
     fn module_keys_in_every_format() {
         assert_eq!(
             module("modules/acme/network/aws/1.2.3.tar.gz"),
-            ("acme/network/aws".into(), "1.2.3".into(), ArchiveFormat::TarGz)
+            (
+                "acme/network/aws".into(),
+                "1.2.3".into(),
+                ArchiveFormat::TarGz
+            )
         );
         assert_eq!(
             module("modules/Acme/Network/AWS/2.0.0-beta.1.tgz"),
-            ("acme/network/aws".into(), "2.0.0-beta.1".into(), ArchiveFormat::Tgz)
+            (
+                "acme/network/aws".into(),
+                "2.0.0-beta.1".into(),
+                ArchiveFormat::Tgz
+            )
         );
         assert_eq!(
             module("modules/acme/dns/azure/0.1.0+build.7.zip"),
-            ("acme/dns/azure".into(), "0.1.0+build.7".into(), ArchiveFormat::Zip)
+            (
+                "acme/dns/azure".into(),
+                "0.1.0+build.7".into(),
+                ArchiveFormat::Zip
+            )
         );
     }
 
     #[test]
     fn bad_module_keys_say_why() {
-        assert!(invalid("modules/acme/network/aws/latest.tar.gz").contains("not a semantic version"));
+        assert!(
+            invalid("modules/acme/network/aws/latest.tar.gz").contains("not a semantic version")
+        );
         assert!(invalid("modules/acme/network/aws/v1.0.0.tar.gz").contains("leading 'v'"));
         assert!(invalid("modules/acme/network/aws/1.0.0.tar.bz2").contains("unknown archive type"));
         assert!(invalid("modules/acme/network/aws/1.0.0.TAR.GZ").contains("unknown archive type"));

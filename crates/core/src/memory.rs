@@ -70,10 +70,16 @@ impl MetadataStore for MemoryMetadataStore {
     }
 }
 
+/// An object's content, shared with readers.
+type Content = Arc<Vec<u8>>;
+
+/// An object's revision number and content.
+type StoredObject = (u64, Content);
+
 /// Objects held in memory, with download URLs signed like the local shape's.
 #[derive(Debug)]
 pub struct MemoryArtifactStore {
-    objects: RwLock<BTreeMap<String, (u64, Arc<Vec<u8>>)>>,
+    objects: RwLock<BTreeMap<String, StoredObject>>,
     signer: Arc<UrlSigner>,
 }
 
@@ -96,7 +102,7 @@ impl MemoryArtifactStore {
         self.objects.write().expect("not poisoned").remove(key);
     }
 
-    fn get(&self, key: &str) -> Result<Option<(ObjectMeta, Arc<Vec<u8>>)>, StoreError> {
+    fn get(&self, key: &str) -> Result<Option<(ObjectMeta, Content)>, StoreError> {
         let objects = self.objects.read().map_err(|_| poisoned())?;
         Ok(objects.get(key).map(|(revision, data)| {
             let meta = ObjectMeta {
@@ -163,7 +169,11 @@ mod tests {
 
     async fn versions(w: &World, a: &str) -> Vec<String> {
         match w.registry.module_versions(&addr(a)).await {
-            Ok(v) => v.modules[0].versions.iter().map(|v| v.version.to_string()).collect(),
+            Ok(v) => v.modules[0]
+                .versions
+                .iter()
+                .map(|v| v.version.to_string())
+                .collect(),
             Err(RegistryError::NotFound(_)) => vec![],
             Err(e) => panic!("{e}"),
         }
@@ -188,12 +198,18 @@ mod tests {
             w.indexer.index_key(key).await.unwrap();
         }
         // then each version is served once, in semver order, whatever the key's case.
-        assert_eq!(versions(&w, "ACME/network/aws").await, ["1.0.0", "1.1.0", "2.0.0-beta.1"]);
+        assert_eq!(
+            versions(&w, "ACME/network/aws").await,
+            ["1.0.0", "1.1.0", "2.0.0-beta.1"]
+        );
 
         // A stale "created" event for a deleted object unpublishes it.
         w.artifacts.delete(keys[1]);
         let outcome = w.indexer.index_key(keys[1]).await.unwrap();
-        assert!(matches!(outcome, IndexOutcome::Unpublished(_)), "{outcome:?}");
+        assert!(
+            matches!(outcome, IndexOutcome::Unpublished(_)),
+            "{outcome:?}"
+        );
         assert_eq!(versions(&w, "acme/network/aws").await, ["1.0.0", "1.1.0"]);
     }
 
@@ -206,20 +222,42 @@ mod tests {
             w.artifacts.put(key, b"x".to_vec());
             w.indexer.index_key(key).await.unwrap();
         }
-        let url = w.registry.module_download_url(&addr("a/b/c"), &v, &origin).await.unwrap();
+        let url = w
+            .registry
+            .module_download_url(&addr("a/b/c"), &v, &origin)
+            .await
+            .unwrap();
         assert!(url.contains("/1.0.0.tar.gz?"), "{url}");
         w.artifacts.delete("modules/a/b/c/1.0.0.tar.gz");
-        w.indexer.index_key("modules/a/b/c/1.0.0.tar.gz").await.unwrap();
-        let url = w.registry.module_download_url(&addr("a/b/c"), &v, &origin).await.unwrap();
-        assert!(url.starts_with("https://reg.example:443/v1/artifacts/modules/a/b/c/1.0.0.zip?"), "{url}");
+        w.indexer
+            .index_key("modules/a/b/c/1.0.0.tar.gz")
+            .await
+            .unwrap();
+        let url = w
+            .registry
+            .module_download_url(&addr("a/b/c"), &v, &origin)
+            .await
+            .unwrap();
+        assert!(
+            url.starts_with("https://reg.example:443/v1/artifacts/modules/a/b/c/1.0.0.zip?"),
+            "{url}"
+        );
     }
 
     #[tokio::test]
     async fn invalid_keys_are_rejected_and_never_served() {
         let w = world();
-        w.artifacts.put("modules/a/b/c/latest.tar.gz", b"x".to_vec());
-        let outcome = w.indexer.index_key("modules/a/b/c/latest.tar.gz").await.unwrap();
-        assert!(matches!(outcome, IndexOutcome::Rejected { .. }), "{outcome:?}");
+        w.artifacts
+            .put("modules/a/b/c/latest.tar.gz", b"x".to_vec());
+        let outcome = w
+            .indexer
+            .index_key("modules/a/b/c/latest.tar.gz")
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, IndexOutcome::Rejected { .. }),
+            "{outcome:?}"
+        );
         assert!(versions(&w, "a/b/c").await.is_empty());
         let summary = w.indexer.reindex_all(|_, _| {}).await.unwrap();
         assert_eq!(summary.rejected, 1);
@@ -232,9 +270,17 @@ mod tests {
         w.artifacts.put("modules/a/b/c/1.0.0.tgz", b"x".to_vec());
         w.indexer.reindex_all(|_, _| {}).await.unwrap();
         let missing = Version::parse("9.9.9").unwrap();
-        let err = w.registry.module_archive(&addr("a/b/c"), &missing).await.unwrap_err();
+        let err = w
+            .registry
+            .module_archive(&addr("a/b/c"), &missing)
+            .await
+            .unwrap_err();
         assert_eq!(err.to_string(), "module a/b/c has no version 9.9.9");
-        let err = w.registry.module_versions(&addr("a/b/d")).await.unwrap_err();
+        let err = w
+            .registry
+            .module_versions(&addr("a/b/d"))
+            .await
+            .unwrap_err();
         assert_eq!(err.to_string(), "module a/b/d is not published here");
     }
 }

@@ -150,12 +150,24 @@ mod tests {
     fn names_are_lowercased_once() {
         let addr = ModuleAddress::parse("Acme", "Net_Work-2", "AWS").unwrap();
         assert_eq!(addr.to_string(), "acme/net_work-2/aws");
-        assert_eq!(addr, ModuleAddress::parse("acme", "net_work-2", "aws").unwrap());
+        assert_eq!(
+            addr,
+            ModuleAddress::parse("acme", "net_work-2", "aws").unwrap()
+        );
     }
 
     #[test]
     fn bad_names_are_refused_with_the_rule() {
-        for bad in ["", "-acme", "acme-", "ac.me", "ac/me", "ac me", "ümlaut", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "-acme",
+            "acme-",
+            "ac.me",
+            "ac/me",
+            "ac me",
+            "ümlaut",
+            &"a".repeat(65),
+        ] {
             let err = Namespace::parse(bad).unwrap_err();
             assert_eq!(err.kind, "namespace");
             assert!(err.to_string().contains("letters"), "{err}");

@@ -58,7 +58,9 @@ pub struct UrlSigner {
 impl std::fmt::Debug for UrlSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the secret.
-        f.debug_struct("UrlSigner").field("ttl", &self.ttl).finish_non_exhaustive()
+        f.debug_struct("UrlSigner")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
     }
 }
 
@@ -129,7 +131,9 @@ impl UrlSigner {
 }
 
 fn unix_seconds(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -137,7 +141,10 @@ mod tests {
     use super::*;
 
     fn signer() -> UrlSigner {
-        UrlSigner::new(b"0123456789abcdef0123456789abcdef".to_vec(), Duration::from_secs(300))
+        UrlSigner::new(
+            b"0123456789abcdef0123456789abcdef".to_vec(),
+            Duration::from_secs(300),
+        )
     }
 
     fn parts(url: &str) -> (String, u64, String) {
@@ -160,7 +167,9 @@ mod tests {
         let origin = Origin::https("127.0.0.1:8443").unwrap();
         let now = SystemTime::now();
         let url = signer().url(&origin, "modules/acme/net/aws/1.0.0+b.1.tar.gz", now);
-        assert!(url.starts_with("https://127.0.0.1:8443/v1/artifacts/modules/acme/net/aws/1.0.0+b.1.tar.gz?expires="));
+        assert!(url.starts_with(
+            "https://127.0.0.1:8443/v1/artifacts/modules/acme/net/aws/1.0.0+b.1.tar.gz?expires="
+        ));
         let (key, expires, sig) = parts(&url);
         assert_eq!(signer().verify(&key, expires, &sig, now), Ok(()));
         assert_eq!(
@@ -175,14 +184,23 @@ mod tests {
         let now = SystemTime::now();
         let (key, expires, sig) = parts(&signer().url(&origin, "modules/a/b/c/1.0.0.zip", now));
         let bad = SignatureError::BadSignature;
-        assert_eq!(signer().verify("modules/a/b/c/1.0.1.zip", expires, &sig, now), Err(bad.clone()));
-        assert_eq!(signer().verify(&key, expires + 1, &sig, now), Err(bad.clone()));
+        assert_eq!(
+            signer().verify("modules/a/b/c/1.0.1.zip", expires, &sig, now),
+            Err(bad.clone())
+        );
+        assert_eq!(
+            signer().verify(&key, expires + 1, &sig, now),
+            Err(bad.clone())
+        );
         assert_eq!(signer().verify(&key, expires, "", now), Err(bad.clone()));
         assert_eq!(signer().verify(&key, expires, "!!", now), Err(bad.clone()));
         let mut flipped = sig.into_bytes();
         flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
         let flipped = String::from_utf8(flipped).unwrap();
-        assert_eq!(signer().verify(&key, expires, &flipped, now), Err(bad.clone()));
+        assert_eq!(
+            signer().verify(&key, expires, &flipped, now),
+            Err(bad.clone())
+        );
         let other = UrlSigner::new(vec![7; 32], Duration::from_secs(300));
         let (_, e2, s2) = parts(&other.url(&origin, &key, now));
         assert_eq!(signer().verify(&key, e2, &s2, now), Err(bad));
@@ -193,6 +211,9 @@ mod tests {
         assert!(Origin::https("evil.com/path").is_none());
         assert!(Origin::https("user@evil.com").is_none());
         assert!(Origin::https("").is_none());
-        assert_eq!(Origin::https("[::1]:8443").unwrap().as_str(), "https://[::1]:8443");
+        assert_eq!(
+            Origin::https("[::1]:8443").unwrap().as_str(),
+            "https://[::1]:8443"
+        );
     }
 }

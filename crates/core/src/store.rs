@@ -57,7 +57,9 @@ pub struct ObjectBody {
 
 impl fmt::Debug for ObjectBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ObjectBody").field("meta", &self.meta).finish_non_exhaustive()
+        f.debug_struct("ObjectBody")
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
     }
 }
 

@@ -29,7 +29,9 @@ impl Version {
             .map(Self)
             .map_err(|e| VersionError {
                 value: value.to_owned(),
-                reason: format!("not a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]): {e}"),
+                reason: format!(
+                    "not a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]): {e}"
+                ),
             })
     }
 
@@ -102,10 +104,15 @@ mod tests {
 
     #[test]
     fn refuses_what_is_not_strict_semver() {
-        for bad in ["latest", "v1.0.0", "1.0", "1", "01.0.0", "1.0.0-", "", " 1.0.0", "1.0.0.0"] {
+        for bad in [
+            "latest", "v1.0.0", "1.0", "1", "01.0.0", "1.0.0-", "", " 1.0.0", "1.0.0.0",
+        ] {
             assert!(Version::parse(bad).is_err(), "{bad:?} should be refused");
         }
-        assert!(Version::parse("v1.0.0").unwrap_err().reason.contains("leading 'v'"));
+        assert!(Version::parse("v1.0.0")
+            .unwrap_err()
+            .reason
+            .contains("leading 'v'"));
         assert!(v("2.0.0-beta.1").is_prerelease());
         assert!(!v("2.0.0+build.1").is_prerelease());
     }

@@ -56,7 +56,10 @@ pub fn router(state: AppState) -> Router {
         ));
 
     Router::new()
-        .route("/.well-known/terraform.json", get(routes::discovery::discovery))
+        .route(
+            "/.well-known/terraform.json",
+            get(routes::discovery::discovery),
+        )
         .route("/v1/artifacts/{*key}", get(routes::artifacts::download))
         .merge(protected)
         .fallback(not_found)

@@ -54,8 +54,13 @@ impl Reply {
     /// Asserts the body is `{"errors": [<one or more strings>]}` and returns the first.
     fn error(&self) -> String {
         let json = self.json();
-        let errors = json["errors"].as_array().unwrap_or_else(|| panic!("no errors in {json}"));
-        assert!(!errors.is_empty() && errors.iter().all(|e| e.is_string()), "{json}");
+        let errors = json["errors"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no errors in {json}"));
+        assert!(
+            !errors.is_empty() && errors.iter().all(|e| e.is_string()),
+            "{json}"
+        );
         errors[0].as_str().unwrap().to_owned()
     }
 }
@@ -74,7 +79,10 @@ async fn send_request(app: &Router, request: Request<Body>) -> Reply {
     let response = app.clone().oneshot(request).await.unwrap();
     let status = response.status();
     let headers = response.headers().clone();
-    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
     Reply {
         status,
         headers,
@@ -110,7 +118,10 @@ async fn discovery_advertises_the_services() {
 #[tokio::test]
 async fn versions_lists_every_published_version_in_order_whatever_the_case() {
     let g = given(NETWORK).await;
-    for uri in ["/v1/modules/acme/network/aws/versions", "/v1/modules/ACME/Network/aws/versions"] {
+    for uri in [
+        "/v1/modules/acme/network/aws/versions",
+        "/v1/modules/ACME/Network/aws/versions",
+    ] {
         let reply = get(&g.app, uri).await;
         assert_eq!(reply.status, StatusCode::OK, "{uri}");
         assert_eq!(
@@ -127,16 +138,24 @@ async fn unknown_modules_and_versions_are_404_json() {
     let g = given(NETWORK).await;
     let reply = get(&g.app, "/v1/modules/acme/nothing/aws/versions").await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
-    assert_eq!(reply.error(), "module acme/nothing/aws is not published here");
+    assert_eq!(
+        reply.error(),
+        "module acme/nothing/aws is not published here"
+    );
 
     let reply = get(&g.app, "/v1/modules/acme/network/aws/9.0.0/download").await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
-    assert_eq!(reply.error(), "module acme/network/aws has no version 9.0.0");
+    assert_eq!(
+        reply.error(),
+        "module acme/network/aws has no version 9.0.0"
+    );
 }
 
 /// Splits an absolute download URL into the path-and-query the router sees.
 fn path_and_query(url: &str) -> &str {
-    let rest = url.strip_prefix(&format!("https://{HOST}")).unwrap_or_else(|| panic!("{url}"));
+    let rest = url
+        .strip_prefix(&format!("https://{HOST}"))
+        .unwrap_or_else(|| panic!("{url}"));
     assert!(rest.starts_with('/'), "{url}");
     rest
 }
@@ -147,7 +166,10 @@ async fn download_answers_204_with_an_absolute_self_authorising_url() {
     let reply = get(&g.app, "/v1/modules/acme/network/aws/1.2.0/download").await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
     assert!(reply.body.is_empty());
-    let url = reply.headers["x-terraform-get"].to_str().unwrap().to_owned();
+    let url = reply.headers["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let path = url.split('?').next().unwrap();
     assert_eq!(
         path,
@@ -167,7 +189,10 @@ async fn download_answers_204_with_an_absolute_self_authorising_url() {
 
     let zip = get(&g.app, "/v1/modules/acme/dns/azure/0.1.0/download").await;
     let url = zip.headers["x-terraform-get"].to_str().unwrap();
-    assert!(url.split('?').next().unwrap().ends_with("/0.1.0.zip"), "{url}");
+    assert!(
+        url.split('?').next().unwrap().ends_with("/0.1.0.zip"),
+        "{url}"
+    );
     assert_eq!(get(&g.app, path_and_query(url)).await.body, b"zip");
 }
 
@@ -175,7 +200,10 @@ async fn download_answers_204_with_an_absolute_self_authorising_url() {
 async fn tampered_and_expired_download_urls_are_403_json() {
     let g = given(NETWORK).await;
     let reply = get(&g.app, "/v1/modules/acme/network/aws/1.0.0/download").await;
-    let url = reply.headers["x-terraform-get"].to_str().unwrap().to_owned();
+    let url = reply.headers["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let good = path_and_query(&url).to_owned();
     assert_eq!(get(&g.app, &good).await.status, StatusCode::OK);
 
@@ -186,7 +214,10 @@ async fn tampered_and_expired_download_urls_are_403_json() {
         .unwrap()
         .parse()
         .unwrap();
-    let signature = query.split('&').find_map(|p| p.strip_prefix("signature=")).unwrap();
+    let signature = query
+        .split('&')
+        .find_map(|p| p.strip_prefix("signature="))
+        .unwrap();
     let mut flipped = signature.to_owned().into_bytes();
     flipped[3] = if flipped[3] == b'a' { b'b' } else { b'a' };
     let flipped = String::from_utf8(flipped).unwrap();
@@ -222,13 +253,22 @@ async fn tampered_and_expired_download_urls_are_403_json() {
 async fn a_file_unpublished_after_signing_is_404_not_500() {
     let g = given(NETWORK).await;
     let origin = Origin::https(HOST).unwrap();
-    let url = g.signer.url(&origin, "modules/acme/network/aws/3.0.0.tar.gz", SystemTime::now());
+    let url = g.signer.url(
+        &origin,
+        "modules/acme/network/aws/3.0.0.tar.gz",
+        SystemTime::now(),
+    );
     let reply = get(&g.app, path_and_query(&url)).await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     reply.error();
     // A signature over something that is not a published kind of file is refused too.
-    let url = g.signer.url(&origin, "keys/acme/../../etc/passwd", SystemTime::now());
-    assert_eq!(get(&g.app, path_and_query(&url)).await.status, StatusCode::NOT_FOUND);
+    let url = g
+        .signer
+        .url(&origin, "keys/acme/../../etc/passwd", SystemTime::now());
+    assert_eq!(
+        get(&g.app, path_and_query(&url)).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -236,17 +276,57 @@ async fn malformed_requests_get_4xx_json() {
     let g = given(NETWORK).await;
     let cases: &[(Method, &str, StatusCode)] = &[
         (Method::GET, "/", StatusCode::NOT_FOUND),
-        (Method::GET, "/v1/modules/acme/network/versions", StatusCode::NOT_FOUND),
-        (Method::GET, "/v1/modules/ac.me/network/aws/versions", StatusCode::BAD_REQUEST),
-        (Method::GET, "/v1/modules/acme/net%2Fwork/aws/versions", StatusCode::BAD_REQUEST),
-        (Method::GET, "/v1/modules/acme/network/aws-x/versions", StatusCode::BAD_REQUEST),
-        (Method::GET, "/v1/modules/%FF%FE/network/aws/versions", StatusCode::BAD_REQUEST),
-        (Method::GET, "/v1/modules/acme/network/aws/latest/download", StatusCode::BAD_REQUEST),
-        (Method::GET, "/v1/modules/acme/network/aws/v1.0.0/download", StatusCode::BAD_REQUEST),
-        (Method::POST, "/v1/modules/acme/network/aws/versions", StatusCode::METHOD_NOT_ALLOWED),
-        (Method::DELETE, "/.well-known/terraform.json", StatusCode::METHOD_NOT_ALLOWED),
+        (
+            Method::GET,
+            "/v1/modules/acme/network/versions",
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            Method::GET,
+            "/v1/modules/ac.me/network/aws/versions",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Method::GET,
+            "/v1/modules/acme/net%2Fwork/aws/versions",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Method::GET,
+            "/v1/modules/acme/network/aws-x/versions",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Method::GET,
+            "/v1/modules/%FF%FE/network/aws/versions",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Method::GET,
+            "/v1/modules/acme/network/aws/latest/download",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Method::GET,
+            "/v1/modules/acme/network/aws/v1.0.0/download",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            Method::POST,
+            "/v1/modules/acme/network/aws/versions",
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            Method::DELETE,
+            "/.well-known/terraform.json",
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
         (Method::GET, "/v1/artifacts/", StatusCode::NOT_FOUND),
-        (Method::GET, "/v1/artifacts/%00?expires=1&signature=x", StatusCode::FORBIDDEN),
+        (
+            Method::GET,
+            "/v1/artifacts/%00?expires=1&signature=x",
+            StatusCode::FORBIDDEN,
+        ),
     ];
     for (method, uri, status) in cases {
         let reply = send(&g.app, method.clone(), uri).await;

@@ -126,7 +126,12 @@ fn meta_of(m: &std::fs::Metadata) -> ObjectMeta {
 fn absent_ok<T>(result: io::Result<T>, key: &str) -> Result<Option<T>, StoreError> {
     match result {
         Ok(v) => Ok(Some(v)),
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
             Ok(None)
         }
         Err(e) => Err(StoreError::with_source(format!("cannot read {key}"), e)),
@@ -193,12 +198,29 @@ mod tests {
     #[test]
     fn keys_cannot_escape_the_root_or_reach_state() {
         let s = store(Path::new("/data"));
-        assert_eq!(s.path_for("modules/a/b/c/1.0.0.zip"), Some(PathBuf::from("/data/modules/a/b/c/1.0.0.zip")));
-        for bad in ["", "../etc/passwd", "modules/../../x", "/etc/passwd", ".tfreg/url-signing.key",
-                    "modules/./a", "modules//a", "a\\b", "a\0b", "modules/a/"] {
+        assert_eq!(
+            s.path_for("modules/a/b/c/1.0.0.zip"),
+            Some(PathBuf::from("/data/modules/a/b/c/1.0.0.zip"))
+        );
+        for bad in [
+            "",
+            "../etc/passwd",
+            "modules/../../x",
+            "/etc/passwd",
+            ".tfreg/url-signing.key",
+            "modules/./a",
+            "modules//a",
+            "a\\b",
+            "a\0b",
+            "modules/a/",
+        ] {
             assert_eq!(s.path_for(bad), None, "{bad:?}");
         }
-        assert_eq!(s.key_for(Path::new("/data/modules/a/b/c/1.0.0.zip")).as_deref(), Some("modules/a/b/c/1.0.0.zip"));
+        assert_eq!(
+            s.key_for(Path::new("/data/modules/a/b/c/1.0.0.zip"))
+                .as_deref(),
+            Some("modules/a/b/c/1.0.0.zip")
+        );
         assert_eq!(s.key_for(Path::new("/data/.tfreg/tls/cert.pem")), None);
         assert_eq!(s.key_for(Path::new("/elsewhere/x")), None);
     }
@@ -212,10 +234,21 @@ mod tests {
         std::fs::write(dir.path().join("modules/a/b/c/1.0.0.zip"), b"12345").unwrap();
         std::fs::write(dir.path().join(".tfreg/secret"), b"x").unwrap();
 
-        assert_eq!(s.head("modules/a/b/c/1.0.0.zip").await.unwrap().unwrap().size, 5);
+        assert_eq!(
+            s.head("modules/a/b/c/1.0.0.zip")
+                .await
+                .unwrap()
+                .unwrap()
+                .size,
+            5
+        );
         assert_eq!(s.head("modules/a/b/c/2.0.0.zip").await.unwrap(), None);
         assert_eq!(s.head("modules/a/b/c/1.0.0.zip/x").await.unwrap(), None);
-        assert_eq!(s.head("modules/a").await.unwrap(), None, "folders are not objects");
+        assert_eq!(
+            s.head("modules/a").await.unwrap(),
+            None,
+            "folders are not objects"
+        );
         assert_eq!(s.list().await.unwrap(), ["modules/a/b/c/1.0.0.zip"]);
 
         let mut body = s.open("modules/a/b/c/1.0.0.zip").await.unwrap().unwrap();

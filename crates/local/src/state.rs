@@ -167,6 +167,9 @@ mod tests {
         let state = StateDir::open(data.path()).unwrap();
         fs::write(state.path().join("url-signing.key"), "not hex").unwrap();
         let err = state.signing_secret().unwrap_err().to_string();
-        assert!(err.contains("corrupt") && err.contains("delete it"), "{err}");
+        assert!(
+            err.contains("corrupt") && err.contains("delete it"),
+            "{err}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, EventKind, ModifyKind, MetadataKind};
+use notify::event::{AccessKind, EventKind, MetadataKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tfreg_core::store::ObjectMeta;
 use tfreg_core::{ArtifactStore, Indexer, StoreError};
@@ -101,7 +101,9 @@ fn is_read_only(kind: &EventKind) -> bool {
     matches!(
         kind,
         EventKind::Access(
-            AccessKind::Open(_) | AccessKind::Read | AccessKind::Close(notify::event::AccessMode::Read)
+            AccessKind::Open(_)
+                | AccessKind::Read
+                | AccessKind::Close(notify::event::AccessMode::Read)
         ) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime))
     )
 }

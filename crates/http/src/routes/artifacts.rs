@@ -21,8 +21,7 @@ pub struct SignedQuery {
     signature: Option<String>,
 }
 
-const REFUSED: &str =
-    "this download URL is invalid or has expired: ask the registry for a new one";
+const REFUSED: &str = "this download URL is invalid or has expired: ask the registry for a new one";
 
 /// `GET` and `HEAD /v1/artifacts/<key>?expires=<unix seconds>&signature=<mac>`
 pub async fn download(
@@ -31,7 +30,9 @@ pub async fn download(
     JsonQuery(query): JsonQuery<SignedQuery>,
 ) -> Result<Response, ApiError> {
     let Some(signer) = &state.signer else {
-        return Err(ApiError::NotFound("this registry does not serve downloads itself".into()));
+        return Err(ApiError::NotFound(
+            "this registry does not serve downloads itself".into(),
+        ));
     };
     let expires = query.expires.as_deref().and_then(|e| e.parse::<u64>().ok());
     let (Some(expires), Some(signature)) = (expires, query.signature.as_deref()) else {

@@ -38,7 +38,7 @@ pub async fn download(
         .registry
         .module_download_url(&address, &version, &origin)
         .await?;
-    let header = axum::http::HeaderValue::try_from(url)
-        .map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let header =
+        axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
     Ok((StatusCode::NO_CONTENT, [(X_TERRAFORM_GET, header)]).into_response())
 }

@@ -1,0 +1,46 @@
+# tfreg's developer entry points. CI runs `make test` (through .ci/run), so these stay true.
+#
+#   make run    build and serve the registry locally over HTTPS (./registry-data)
+#   make test   every check: formatting, lints, unit, router and end-to-end tests
+#   make lint   formatting and clippy only
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+# Builds are cached outside the clone, so fresh clones (and CI) reuse earlier work.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/tfreg/target
+CARGO ?= cargo
+DATA ?= ./registry-data
+LISTEN ?= 127.0.0.1:8443
+
+.PHONY: run test lint fmt build check-tools
+
+## Serve the registry from $(DATA) on https://$(LISTEN)
+run:
+	$(CARGO) run --locked -p tfreg-cli --bin tfreg -- serve --data $(DATA) --listen $(LISTEN)
+
+## Every check CI runs
+test: check-tools lint
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO) test --locked --workspace
+
+## Formatting and lints
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+## Format the code
+fmt:
+	$(CARGO) fmt --all
+
+## Build the tfreg binary (release)
+build:
+	$(CARGO) build --locked --release -p tfreg-cli --bin tfreg
+	@echo "built $(CARGO_TARGET_DIR)/release/tfreg"
+
+## Tools the tests need, with how to get them
+check-tools:
+	@command -v $(CARGO) >/dev/null || { echo "cargo is missing: install Rust from https://rustup.rs"; exit 1; }
+	@command -v terraform >/dev/null || { echo "terraform is missing: the end-to-end tests drive the real CLI. Install Terraform 1.5+ (https://developer.hashicorp.com/terraform/install)"; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || { echo "rustfmt is missing: rustup component add rustfmt"; exit 1; }
+	@$(CARGO) clippy --version >/dev/null 2>&1 || { echo "clippy is missing: rustup component add clippy"; exit 1; }
