@@ -11,7 +11,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use clap::Args;
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::{Indexer, Registry};
+use tfreg_core::{Hostname, Indexer, Registry};
 use tfreg_http::AppState;
 use tfreg_local::{DataDirWatcher, FsArtifactStore, StateDir, WatchOptions};
 
@@ -101,7 +101,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let _watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
 
-    let registry = Registry::new(metadata, artifacts);
+    let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
     let app = tfreg_http::router(AppState::new(registry, Some(signer)));
 
     print_banner(&Banner {

@@ -3,7 +3,10 @@
 
 use std::fmt;
 
-use crate::names::{ModuleAddress, NameError};
+use crate::names::{
+    provider_namespace, Hostname, ModuleAddress, NameError, Namespace, Platform, ProviderAddress,
+    ProviderType,
+};
 use crate::version::{Version, VersionError};
 
 /// The key prefix under which module archives are published.
@@ -46,6 +49,27 @@ impl ArchiveFormat {
     }
 }
 
+/// The files of one provider release, besides its packages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReleaseFile {
+    /// `terraform-provider-<type>_<version>_SHA256SUMS`
+    Sums,
+    /// `terraform-provider-<type>_<version>_SHA256SUMS.sig`: a detached OpenPGP signature
+    Signature,
+    /// `terraform-provider-<type>_<version>_manifest.json`
+    Manifest,
+}
+
+impl ReleaseFile {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            ReleaseFile::Sums => "_SHA256SUMS",
+            ReleaseFile::Signature => "_SHA256SUMS.sig",
+            ReleaseFile::Manifest => "_manifest.json",
+        }
+    }
+}
+
 /// What a recognised key publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Artifact {
@@ -55,6 +79,43 @@ pub enum Artifact {
         version: Version,
         format: ArchiveFormat,
     },
+    /// `providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip`
+    ProviderPackage {
+        provider: ProviderAddress,
+        version: Version,
+        platform: Platform,
+    },
+    /// `providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<SUFFIX>`
+    ProviderReleaseFile {
+        provider: ProviderAddress,
+        version: Version,
+        file: ReleaseFile,
+    },
+    /// `keys/<namespace>/<any-name>.asc`: a public key trusted to sign the namespace's releases
+    SigningKey { namespace: Namespace },
+    /// `mirror/<hostname>/<namespace>/<type>/terraform-provider-<type>_<version>_<os>_<arch>.zip`
+    MirrorPackage {
+        hostname: Hostname,
+        provider: ProviderAddress,
+        version: Version,
+        platform: Platform,
+    },
+}
+
+impl Artifact {
+    /// The media type a download of this file is served with.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            Artifact::ModuleArchive { format, .. } => format.content_type(),
+            Artifact::ProviderPackage { .. } | Artifact::MirrorPackage { .. } => "application/zip",
+            Artifact::ProviderReleaseFile { file: ReleaseFile::Signature, .. } => {
+                "application/pgp-signature"
+            }
+            Artifact::ProviderReleaseFile { file: ReleaseFile::Manifest, .. } => "application/json",
+            Artifact::ProviderReleaseFile { file: ReleaseFile::Sums, .. } => "text/plain",
+            Artifact::SigningKey { .. } => "application/pgp-keys",
+        }
+    }
 }
 
 /// Why a key under a publishing prefix cannot be served. Shown to publishers as is.
@@ -68,6 +129,8 @@ pub enum KeyError {
     Version(#[from] VersionError),
     #[error("unknown archive type {file:?}: module archives end in .tar.gz, .tgz or .zip")]
     ArchiveSuffix { file: String },
+    #[error("file name {file:?} does not match its folder: expected {expected}")]
+    Mismatch { file: String, expected: String },
 }
 
 /// The verdict on one key.
@@ -83,6 +146,10 @@ pub enum Classified {
 }
 
 const MODULE_SHAPE: &str = "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip)";
+const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip, _SHA256SUMS, _SHA256SUMS.sig or _manifest.json";
+const KEY_SHAPE: &str = "keys/<namespace>/<name>.asc";
+const MIRROR_SHAPE: &str =
+    "mirror/<hostname>/<namespace>/<type>/terraform-provider-<type>_<version>_<os>_<arch>.zip";
 
 /// Classifies an object key. Never fails: every key gets a verdict.
 pub fn classify(key: &str) -> Classified {
@@ -92,13 +159,105 @@ pub fn classify(key: &str) -> Classified {
     if parts.iter().any(|p| p.is_empty() || p.starts_with('.')) {
         return Classified::Ignored;
     }
-    match parts.as_slice() {
-        ["modules", rest @ ..] => match parse_module(rest) {
-            Ok(artifact) => Classified::Artifact(artifact),
-            Err(e) => Classified::Invalid(e),
-        },
-        _ => Classified::Ignored,
+    let parsed = match parts.as_slice() {
+        ["modules", rest @ ..] => parse_module(rest),
+        ["providers", rest @ ..] => parse_provider(rest),
+        ["keys", rest @ ..] => parse_key_file(rest),
+        // `terraform providers mirror` also writes JSON indexes; the registry computes its own.
+        ["mirror", .., last] if last.ends_with(".json") => return Classified::Ignored,
+        ["mirror", rest @ ..] => parse_mirror(rest),
+        _ => return Classified::Ignored,
+    };
+    match parsed {
+        Ok(artifact) => Classified::Artifact(artifact),
+        Err(e) => Classified::Invalid(e),
     }
+}
+
+/// Splits `terraform-provider-<type>_<version>_<rest>` into (type, version, rest), checking
+/// type and version against the folder they are in.
+fn split_provider_file<'a>(
+    file: &'a str,
+    provider: &ProviderAddress,
+    version: Option<&Version>,
+    expected: &'static str,
+) -> Result<(Version, &'a str), KeyError> {
+    let shape = || KeyError::Shape { expected };
+    let rest = file.strip_prefix("terraform-provider-").ok_or_else(shape)?;
+    let (type_, rest) = rest.split_once('_').ok_or_else(shape)?;
+    let (version_text, rest) = rest.split_once('_').ok_or_else(shape)?;
+    let file_version = Version::parse(version_text)?;
+    let type_ok = ProviderType::parse(type_).is_ok_and(|t| t == provider.type_);
+    let version_ok = version.is_none_or(|v| *v == file_version);
+    if !type_ok || !version_ok {
+        let version = version.unwrap_or(&file_version);
+        return Err(KeyError::Mismatch {
+            file: file.to_owned(),
+            expected: format!("terraform-provider-{}_{version}_...", provider.type_),
+        });
+    }
+    Ok((file_version, rest))
+}
+
+/// `<os>_<arch>.zip`
+fn parse_platform(rest: &str, expected: &'static str) -> Result<Platform, KeyError> {
+    let shape = || KeyError::Shape { expected };
+    let platform = rest.strip_suffix(".zip").ok_or_else(shape)?;
+    let (os, arch) = platform.split_once('_').ok_or_else(shape)?;
+    Ok(Platform::parse(os, arch)?)
+}
+
+fn parse_provider(parts: &[&str]) -> Result<Artifact, KeyError> {
+    let [namespace, type_, version, file] = parts else {
+        return Err(KeyError::Shape { expected: PROVIDER_SHAPE });
+    };
+    let provider = ProviderAddress::parse(namespace, type_)?;
+    let version = Version::parse(version)?;
+    let (_, rest) = split_provider_file(file, &provider, Some(&version), PROVIDER_SHAPE)?;
+    let release_file = [ReleaseFile::Sums, ReleaseFile::Signature, ReleaseFile::Manifest]
+        .into_iter()
+        .find(|f| rest == &f.suffix()[1..]);
+    if let Some(file) = release_file {
+        return Ok(Artifact::ProviderReleaseFile {
+            provider,
+            version,
+            file,
+        });
+    }
+    let platform = parse_platform(rest, PROVIDER_SHAPE)?;
+    Ok(Artifact::ProviderPackage {
+        provider,
+        version,
+        platform,
+    })
+}
+
+fn parse_key_file(parts: &[&str]) -> Result<Artifact, KeyError> {
+    let [namespace, file] = parts else {
+        return Err(KeyError::Shape { expected: KEY_SHAPE });
+    };
+    if !file.ends_with(".asc") {
+        return Err(KeyError::Shape { expected: KEY_SHAPE });
+    }
+    Ok(Artifact::SigningKey {
+        namespace: provider_namespace(namespace)?,
+    })
+}
+
+fn parse_mirror(parts: &[&str]) -> Result<Artifact, KeyError> {
+    let [hostname, namespace, type_, file] = parts else {
+        return Err(KeyError::Shape { expected: MIRROR_SHAPE });
+    };
+    let hostname = Hostname::parse(hostname)?;
+    let provider = ProviderAddress::parse(namespace, type_)?;
+    let (version, rest) = split_provider_file(file, &provider, None, MIRROR_SHAPE)?;
+    let platform = parse_platform(rest, MIRROR_SHAPE)?;
+    Ok(Artifact::MirrorPackage {
+        hostname,
+        provider,
+        version,
+        platform,
+    })
 }
 
 fn parse_module(parts: &[&str]) -> Result<Artifact, KeyError> {
@@ -125,6 +284,30 @@ impl fmt::Display for Artifact {
             Artifact::ModuleArchive {
                 address, version, ..
             } => write!(f, "module {address} {version}"),
+            Artifact::ProviderPackage {
+                provider,
+                version,
+                platform,
+            } => write!(f, "provider {provider} {version} package for {platform}"),
+            Artifact::ProviderReleaseFile {
+                provider,
+                version,
+                file,
+            } => {
+                let what = match file {
+                    ReleaseFile::Sums => "SHA256SUMS",
+                    ReleaseFile::Signature => "SHA256SUMS signature",
+                    ReleaseFile::Manifest => "manifest",
+                };
+                write!(f, "provider {provider} {version} {what}")
+            }
+            Artifact::SigningKey { namespace } => write!(f, "signing key of namespace {namespace}"),
+            Artifact::MirrorPackage {
+                hostname,
+                provider,
+                version,
+                platform,
+            } => write!(f, "mirrored provider {hostname}/{provider} {version} package for {platform}"),
         }
     }
 }
@@ -192,6 +375,63 @@ mod tests {
         assert!(invalid("modules/acme/network/aws/x/1.0.0.tar.gz").contains("expected modules/"));
         assert!(invalid("modules/ac~me/network/aws/1.0.0.tar.gz").contains("invalid namespace"));
         assert!(invalid("modules/acme/network/aws-x/1.0.0.zip").contains("invalid module system"));
+    }
+
+    #[test]
+    fn provider_keys() {
+        let dir = "providers/Acme/Widget/1.2.3";
+        match classify(&format!("{dir}/terraform-provider-widget_1.2.3_linux_amd64.zip")) {
+            Classified::Artifact(Artifact::ProviderPackage { provider, version, platform }) => {
+                assert_eq!(provider.to_string(), "acme/widget");
+                assert_eq!(version.to_string(), "1.2.3");
+                assert_eq!(platform.to_string(), "linux_amd64");
+            }
+            other => panic!("{other:?}"),
+        }
+        for (suffix, file) in [
+            ("SHA256SUMS", ReleaseFile::Sums),
+            ("SHA256SUMS.sig", ReleaseFile::Signature),
+            ("manifest.json", ReleaseFile::Manifest),
+        ] {
+            let key = format!("{dir}/terraform-provider-widget_1.2.3_{suffix}");
+            assert!(
+                matches!(classify(&key), Classified::Artifact(Artifact::ProviderReleaseFile { file: f, .. }) if f == file),
+                "{key}"
+            );
+        }
+        assert!(invalid(&format!("{dir}/terraform-provider-gadget_1.2.3_linux_amd64.zip")).contains("does not match its folder"));
+        assert!(invalid(&format!("{dir}/terraform-provider-widget_1.2.4_linux_amd64.zip")).contains("does not match its folder"));
+        assert!(invalid(&format!("{dir}/terraform-provider-widget_1.2.3_linux.zip")).contains("expected providers/"));
+        assert!(invalid(&format!("{dir}/terraform-provider-widget_1.2.3_linux_amd64.tar.gz")).contains("expected providers/"));
+        assert!(invalid(&format!("{dir}/widget.zip")).contains("expected providers/"));
+        assert!(invalid("providers/acme/widget/v1.2.3/terraform-provider-widget_v1.2.3_linux_amd64.zip").contains("leading 'v'"));
+        assert!(invalid("providers/acme_co/widget/1.0.0/terraform-provider-widget_1.0.0_SHA256SUMS").contains("provider namespace"));
+    }
+
+    #[test]
+    fn key_and_mirror_keys() {
+        assert_eq!(
+            classify("keys/Acme/release-2024.asc"),
+            Classified::Artifact(Artifact::SigningKey { namespace: provider_namespace("acme").unwrap() })
+        );
+        assert!(invalid("keys/acme/key.gpg").contains("expected keys/"));
+        assert!(invalid("keys/acme.asc").contains("expected keys/"));
+        match classify("mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip") {
+            Classified::Artifact(Artifact::MirrorPackage { hostname, provider, version, platform }) => {
+                assert_eq!(hostname.as_str(), "registry.terraform.io");
+                assert_eq!(provider.to_string(), "hashicorp/null");
+                assert_eq!(version.to_string(), "3.2.1");
+                assert_eq!(platform.to_string(), "linux_amd64");
+            }
+            other => panic!("{other:?}"),
+        }
+        for ignored in [
+            "mirror/registry.terraform.io/hashicorp/null/index.json",
+            "mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
+        ] {
+            assert_eq!(classify(ignored), Classified::Ignored, "{ignored}");
+        }
+        assert!(invalid("mirror/registry.terraform.io/hashicorp/terraform-provider-null_3.2.1_linux_amd64.zip").contains("expected mirror/"));
     }
 
     #[test]

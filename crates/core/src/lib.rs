@@ -5,22 +5,28 @@
 //! - [`store`]: the storage ports that the local and AWS adapters implement;
 //! - [`index`]: the one indexing routine both shapes run on object events;
 //! - [`registry`] and [`protocol`]: the protocol answers and their JSON documents;
-//! - [`signing`]: self-authorising download URLs for stores that serve their own files.
+//! - [`signing`]: self-authorising download URLs for stores that serve their own files;
+//! - [`gpg`], [`hash`], [`release`] and [`providers`]: provider signatures, package hashes,
+//!   release files, and the judgement of which provider versions are served.
 //!
 //! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
 
+pub mod gpg;
+pub mod hash;
 pub mod index;
 pub mod layout;
 pub mod memory;
 pub mod names;
 pub mod protocol;
+pub mod providers;
 pub mod registry;
+pub mod release;
 pub mod signing;
 pub mod store;
 pub mod version;
 
 pub use index::{IndexOutcome, Indexer};
-pub use names::{ModuleAddress, Namespace};
+pub use names::{Hostname, ModuleAddress, Namespace, Platform, ProviderAddress};
 pub use registry::{Registry, RegistryError};
 pub use store::{ArtifactStore, MetadataStore, Origin, StoreError};
 pub use version::Version;

@@ -7,18 +7,15 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 
-use crate::names::ModuleAddress;
 use crate::signing::UrlSigner;
 use crate::store::{
-    ArtifactStore, MetadataStore, ModuleArchive, ObjectBody, ObjectMeta, Origin, StoreError,
+    ArtifactStore, MetadataStore, ObjectBody, ObjectMeta, Origin, Record, RecordId, StoreError,
 };
-use crate::version::Version;
 
-type ModuleArchives = BTreeMap<(Version, String), ModuleArchive>;
-
+/// Records by partition, then sort key.
 #[derive(Debug, Default)]
 pub struct MemoryMetadataStore {
-    modules: RwLock<BTreeMap<ModuleAddress, ModuleArchives>>,
+    partitions: RwLock<BTreeMap<String, BTreeMap<String, Record>>>,
 }
 
 impl MemoryMetadataStore {
@@ -33,39 +30,37 @@ fn poisoned() -> StoreError {
 
 #[async_trait]
 impl MetadataStore for MemoryMetadataStore {
-    async fn put_module_archive(&self, archive: ModuleArchive) -> Result<(), StoreError> {
-        let mut modules = self.modules.write().map_err(|_| poisoned())?;
-        modules
-            .entry(archive.address.clone())
-            .or_default()
-            .insert((archive.version.clone(), archive.key.clone()), archive);
+    async fn put(&self, record: Record) -> Result<(), StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
+        partitions.entry(partition).or_default().insert(sort, record);
         Ok(())
     }
 
-    async fn remove_module_archive(
-        &self,
-        address: &ModuleAddress,
-        version: &Version,
-        key: &str,
-    ) -> Result<(), StoreError> {
-        let mut modules = self.modules.write().map_err(|_| poisoned())?;
-        if let Some(archives) = modules.get_mut(address) {
-            archives.remove(&(version.clone(), key.to_owned()));
-            if archives.is_empty() {
-                modules.remove(address);
+    async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
+        let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
+        if let Some(records) = partitions.get_mut(&id.partition) {
+            records.remove(&id.sort);
+            if records.is_empty() {
+                partitions.remove(&id.partition);
             }
         }
         Ok(())
     }
 
-    async fn module_archives(
-        &self,
-        address: &ModuleAddress,
-    ) -> Result<Vec<ModuleArchive>, StoreError> {
-        let modules = self.modules.read().map_err(|_| poisoned())?;
-        Ok(modules
-            .get(address)
-            .map(|a| a.values().cloned().collect())
+    async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError> {
+        let partitions = self.partitions.read().map_err(|_| poisoned())?;
+        Ok(partitions
+            .get(&id.partition)
+            .and_then(|records| records.get(&id.sort))
+            .cloned())
+    }
+
+    async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
+        let partitions = self.partitions.read().map_err(|_| poisoned())?;
+        Ok(partitions
+            .get(partition)
+            .map(|records| records.values().cloned().collect())
             .unwrap_or_default())
     }
 }
@@ -143,6 +138,8 @@ mod tests {
 
     use super::*;
     use crate::index::{IndexOutcome, Indexer};
+    use crate::names::ModuleAddress;
+    use crate::version::Version;
     use crate::registry::{Registry, RegistryError};
 
     struct World {

@@ -24,6 +24,11 @@ enum Rule {
     Word,
     /// Letters and digits only, 1 to 64 characters: Terraform's rule for a module's target system.
     Alphanumeric,
+    /// Letters, digits and `-`, not starting or ending with `-`, 1 to 64 characters:
+    /// Terraform's rule for provider namespaces and types.
+    Dashed,
+    /// Lowercase letters and digits, 1 to 32 characters: an operating system or architecture.
+    PlatformPart,
 }
 
 impl Rule {
@@ -33,6 +38,10 @@ impl Rule {
                 "use 1 to 64 letters, digits, '-' or '_', starting and ending with a letter or digit"
             }
             Rule::Alphanumeric => "use 1 to 64 letters or digits",
+            Rule::Dashed => {
+                "use 1 to 64 letters, digits or '-', starting and ending with a letter or digit"
+            }
+            Rule::PlatformPart => "use 1 to 32 lowercase letters or digits",
         }
     }
 
@@ -43,6 +52,18 @@ impl Rule {
         }
         match self {
             Rule::Alphanumeric => bytes.iter().all(u8::is_ascii_alphanumeric),
+            Rule::PlatformPart => {
+                bytes.len() <= 32
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            }
+            Rule::Dashed => {
+                let inner_ok = |b: &u8| b.is_ascii_alphanumeric() || *b == b'-';
+                bytes[0].is_ascii_alphanumeric()
+                    && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+                    && bytes.iter().all(inner_ok)
+            }
             Rule::Word => {
                 let inner_ok = |b: &u8| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_';
                 bytes[0].is_ascii_alphanumeric()
@@ -117,6 +138,109 @@ name_type!(
     Rule::Alphanumeric
 );
 
+name_type!(
+    /// A provider's type: `aws` in `hashicorp/aws`.
+    ProviderType,
+    "provider type",
+    Rule::Dashed
+);
+name_type!(
+    /// An operating system (`linux`) or architecture (`amd64`) of a provider package.
+    PlatformPart,
+    "platform",
+    Rule::PlatformPart
+);
+
+/// `namespace/type`, the registry-relative address of a provider. Provider namespaces follow
+/// the stricter provider rule (no `_`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProviderAddress {
+    pub namespace: Namespace,
+    pub type_: ProviderType,
+}
+
+impl ProviderAddress {
+    pub fn parse(namespace: &str, type_: &str) -> Result<Self, NameError> {
+        Ok(Self {
+            namespace: provider_namespace(namespace)?,
+            type_: ProviderType::parse(type_)?,
+        })
+    }
+}
+
+/// A namespace as providers and signing keys use it: letters, digits and `-` only.
+pub fn provider_namespace(value: &str) -> Result<Namespace, NameError> {
+    parse_name("provider namespace", Rule::Dashed, value).map(Namespace)
+}
+
+impl fmt::Display for ProviderAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.type_)
+    }
+}
+
+/// `os_arch`: the platform a provider package runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Platform {
+    pub os: PlatformPart,
+    pub arch: PlatformPart,
+}
+
+impl Platform {
+    pub fn parse(os: &str, arch: &str) -> Result<Self, NameError> {
+        Ok(Self {
+            os: PlatformPart::parse(os)?,
+            arch: PlatformPart::parse(arch)?,
+        })
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", self.os, self.arch)
+    }
+}
+
+/// The hostname part of a provider's address (`registry.terraform.io`), as the mirror
+/// protocol names it: a DNS name, optionally with a port, lowercased.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct Hostname(String);
+
+impl Hostname {
+    pub fn parse(value: &str) -> Result<Self, NameError> {
+        let err = || NameError {
+            kind: "hostname",
+            value: value.to_owned(),
+            rule: "use a DNS name of letters, digits, '-' and '.', optionally with :PORT",
+        };
+        let (host, port) = match value.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (value, None),
+        };
+        if let Some(port) = port {
+            if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(err());
+            }
+        }
+        let label_ok = |l: &str| Rule::Dashed.accepts(l) && l.len() <= 63;
+        if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
+            return Err(err());
+        }
+        Ok(Self(value.to_ascii_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Hostname {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// `namespace/name/system`, the registry-relative address of a module.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModuleAddress {
@@ -176,6 +300,22 @@ mod tests {
         assert!(ModuleSystem::parse("aws-v2").is_err());
         assert!(ModuleSystem::parse("aws2").is_ok());
         assert!(ModuleName::parse(&"a".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn provider_names_and_platforms() {
+        let p = ProviderAddress::parse("HashiCorp", "Google-Beta").unwrap();
+        assert_eq!(p.to_string(), "hashicorp/google-beta");
+        assert!(ProviderAddress::parse("acme_corp", "x").is_err(), "no '_' in provider namespaces");
+        assert!(ProviderAddress::parse("acme", "-x").is_err());
+        assert_eq!(Platform::parse("linux", "amd64").unwrap().to_string(), "linux_amd64");
+        assert!(Platform::parse("Linux", "amd64").is_err());
+        assert!(Platform::parse("linux", "amd_64").is_err());
+        assert_eq!(Hostname::parse("Registry.Terraform.io").unwrap().as_str(), "registry.terraform.io");
+        assert!(Hostname::parse("registry.example.test:8443").is_ok());
+        for bad in ["", "a..b", "-a.b", "a.b:", "a.b:123456", "a_b.c", "a/b"] {
+            assert!(Hostname::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     proptest! {

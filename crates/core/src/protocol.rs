@@ -43,3 +43,72 @@ pub struct ModuleVersion {
 pub struct Errors {
     pub errors: Vec<String>,
 }
+
+/// `GET :namespace/:type/versions` of the provider registry protocol.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProviderVersions {
+    pub versions: Vec<ProviderVersion>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProviderVersion {
+    pub version: Version,
+    pub protocols: Vec<String>,
+    pub platforms: Vec<ProviderPlatform>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProviderPlatform {
+    pub os: String,
+    pub arch: String,
+}
+
+/// `GET :namespace/:type/:version/download/:os/:arch`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProviderDownload {
+    pub protocols: Vec<String>,
+    pub os: String,
+    pub arch: String,
+    pub filename: String,
+    pub download_url: String,
+    pub shasums_url: String,
+    pub shasums_signature_url: String,
+    pub shasum: String,
+    pub signing_keys: SigningKeys,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SigningKeys {
+    pub gpg_public_keys: Vec<GpgPublicKey>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct GpgPublicKey {
+    pub key_id: String,
+    pub ascii_armor: String,
+    pub trust_signature: String,
+    pub source: String,
+    pub source_url: Option<String>,
+}
+
+/// An empty JSON object (`{}`), as the mirror protocol's per-version entries are.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+pub struct Empty {}
+
+/// `GET :hostname/:namespace/:type/index.json` of the network mirror protocol.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MirrorIndex {
+    pub versions: std::collections::BTreeMap<String, Empty>,
+}
+
+/// `GET :hostname/:namespace/:type/:version.json` of the network mirror protocol.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MirrorVersion {
+    pub archives: std::collections::BTreeMap<String, MirrorArchive>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MirrorArchive {
+    pub url: String,
+    pub hashes: Vec<String>,
+}

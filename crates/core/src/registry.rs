@@ -1,11 +1,21 @@
 //! The read side of the registry: answers the protocol questions from the metadata store.
 //! The HTTP layer only translates requests and responses.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use crate::names::ModuleAddress;
-use crate::protocol::{ModuleVersion, ModuleVersionList, ModuleVersions};
-use crate::store::{ArtifactStore, MetadataStore, ModuleArchive, Origin, StoreError};
+use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
+use crate::protocol::{
+    Empty, GpgPublicKey, MirrorArchive, MirrorIndex, MirrorVersion, ModuleVersion,
+    ModuleVersionList, ModuleVersions, ProviderDownload, ProviderPlatform, ProviderVersion,
+    ProviderVersions, SigningKeys,
+};
+use crate::providers::{evaluate, ReleaseReport, ServedRelease};
+use crate::store::{
+    partition, ArtifactStore, MetadataStore, ModuleArchive, Origin, PackageRecord, ProblemRecord,
+    Record, StoreError,
+};
 use crate::version::Version;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +31,8 @@ pub enum RegistryError {
 pub struct Registry {
     metadata: Arc<dyn MetadataStore>,
     artifacts: Arc<dyn ArtifactStore>,
+    /// The registry's own hostname: the mirror serves its providers under it.
+    hostname: Option<Hostname>,
 }
 
 impl Registry {
@@ -28,11 +40,36 @@ impl Registry {
         Self {
             metadata,
             artifacts,
+            hostname: None,
         }
+    }
+
+    /// Serves the registry's own providers through the mirror under `hostname`.
+    pub fn with_hostname(mut self, hostname: Hostname) -> Self {
+        self.hostname = Some(hostname);
+        self
+    }
+
+    pub fn hostname(&self) -> Option<&Hostname> {
+        self.hostname.as_ref()
     }
 
     pub fn artifacts(&self) -> &Arc<dyn ArtifactStore> {
         &self.artifacts
+    }
+
+    async fn module_archives(
+        &self,
+        address: &ModuleAddress,
+    ) -> Result<Vec<ModuleArchive>, StoreError> {
+        let records = self.metadata.query(&partition::module(address)).await?;
+        Ok(records
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::ModuleArchive(a) => Some(a),
+                _ => None,
+            })
+            .collect())
     }
 
     /// Every published version of a module, oldest first, pre-releases included (Terraform
@@ -42,7 +79,6 @@ impl Registry {
         address: &ModuleAddress,
     ) -> Result<ModuleVersions, RegistryError> {
         let mut versions: Vec<Version> = self
-            .metadata
             .module_archives(address)
             .await?
             .into_iter()
@@ -70,7 +106,7 @@ impl Registry {
         address: &ModuleAddress,
         version: &Version,
     ) -> Result<ModuleArchive, RegistryError> {
-        let archives = self.metadata.module_archives(address).await?;
+        let archives = self.module_archives(address).await?;
         if archives.is_empty() {
             return Err(module_not_found(address));
         }
@@ -93,8 +129,229 @@ impl Registry {
         let archive = self.module_archive(address, version).await?;
         Ok(self.artifacts.download_url(&archive.key, origin).await?)
     }
+
+    /// Judges every version of a provider: two queries, the provider's records and its
+    /// namespace's keys.
+    async fn provider_releases(
+        &self,
+        provider: &ProviderAddress,
+    ) -> Result<Vec<(ReleaseReport, Option<ServedRelease>)>, StoreError> {
+        let records = self.metadata.query(&partition::provider(provider)).await?;
+        if records.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys = self
+            .metadata
+            .query(&partition::keys(&provider.namespace))
+            .await?;
+        Ok(evaluate(&records, &keys, SystemTime::now()))
+    }
+
+    async fn served_releases(
+        &self,
+        provider: &ProviderAddress,
+    ) -> Result<Vec<ServedRelease>, StoreError> {
+        Ok(self
+            .provider_releases(provider)
+            .await?
+            .into_iter()
+            .filter_map(|(_, served)| served)
+            .collect())
+    }
+
+    /// Why each version of a provider is or is not served.
+    pub async fn provider_report(
+        &self,
+        provider: &ProviderAddress,
+    ) -> Result<Vec<ReleaseReport>, StoreError> {
+        Ok(self
+            .provider_releases(provider)
+            .await?
+            .into_iter()
+            .map(|(report, _)| report)
+            .collect())
+    }
+
+    /// Published files that can never be served, and why.
+    pub async fn problems(&self) -> Result<Vec<ProblemRecord>, StoreError> {
+        Ok(self
+            .metadata
+            .query(partition::PROBLEMS)
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Problem(p) => Some(p),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// The provider registry protocol's version list: served versions only.
+    pub async fn provider_versions(
+        &self,
+        provider: &ProviderAddress,
+    ) -> Result<ProviderVersions, RegistryError> {
+        let releases = self.served_releases(provider).await?;
+        if releases.is_empty() {
+            return Err(provider_not_found(provider));
+        }
+        Ok(ProviderVersions {
+            versions: releases
+                .into_iter()
+                .map(|r| ProviderVersion {
+                    version: r.version,
+                    protocols: r.protocols,
+                    platforms: r
+                        .packages
+                        .keys()
+                        .map(|p| ProviderPlatform {
+                            os: p.os.to_string(),
+                            arch: p.arch.to_string(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+    }
+
+    /// The provider registry protocol's download answer for one platform.
+    pub async fn provider_download(
+        &self,
+        provider: &ProviderAddress,
+        version: &Version,
+        platform: &Platform,
+        origin: &Origin,
+    ) -> Result<ProviderDownload, RegistryError> {
+        let releases = self.served_releases(provider).await?;
+        if releases.is_empty() {
+            return Err(provider_not_found(provider));
+        }
+        let release = releases
+            .into_iter()
+            .find(|r| &r.version == version)
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("provider {provider} has no version {version}"))
+            })?;
+        let package = release.packages.get(platform).ok_or_else(|| {
+            RegistryError::NotFound(format!(
+                "provider {provider} {version} has no package for {platform}"
+            ))
+        })?;
+        let artifacts = &self.artifacts;
+        Ok(ProviderDownload {
+            protocols: release.protocols.clone(),
+            os: platform.os.to_string(),
+            arch: platform.arch.to_string(),
+            filename: package.filename().to_owned(),
+            download_url: artifacts.download_url(&package.key, origin).await?,
+            shasums_url: artifacts.download_url(&release.sums.key, origin).await?,
+            shasums_signature_url: artifacts
+                .download_url(&release.signature_key, origin)
+                .await?,
+            shasum: package.hashes.sha256.clone(),
+            signing_keys: SigningKeys {
+                gpg_public_keys: vec![GpgPublicKey {
+                    key_id: release.signer.key_id.clone(),
+                    ascii_armor: release.signer.ascii_armor.clone(),
+                    trust_signature: String::new(),
+                    source: String::new(),
+                    source_url: None,
+                }],
+            },
+        })
+    }
+
+    /// Every package the mirror offers for `hostname/provider`, by version and platform:
+    /// what was uploaded under `mirror/`, and for the registry's own hostname its served
+    /// providers (which win over uploads of the same version and platform).
+    async fn mirror_packages(
+        &self,
+        hostname: &Hostname,
+        provider: &ProviderAddress,
+    ) -> Result<BTreeMap<Version, BTreeMap<Platform, PackageRecord>>, StoreError> {
+        let mut packages: BTreeMap<Version, BTreeMap<Platform, PackageRecord>> = BTreeMap::new();
+        let mut uploaded: Vec<PackageRecord> = self
+            .metadata
+            .query(&partition::mirror(hostname, provider))
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Package(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        // Several spellings of one file: the first key wins, deterministically.
+        uploaded.sort_by(|a, b| b.key.cmp(&a.key));
+        for package in uploaded {
+            packages
+                .entry(package.version.clone())
+                .or_default()
+                .insert(package.platform.clone(), package);
+        }
+        if self.hostname.as_ref() == Some(hostname) {
+            for release in self.served_releases(provider).await? {
+                packages
+                    .entry(release.version)
+                    .or_default()
+                    .extend(release.packages);
+            }
+        }
+        Ok(packages)
+    }
+
+    /// The network mirror protocol's version list.
+    pub async fn mirror_index(
+        &self,
+        hostname: &Hostname,
+        provider: &ProviderAddress,
+    ) -> Result<MirrorIndex, RegistryError> {
+        let packages = self.mirror_packages(hostname, provider).await?;
+        if packages.is_empty() {
+            return Err(mirror_not_found(hostname, provider));
+        }
+        Ok(MirrorIndex {
+            versions: packages
+                .into_keys()
+                .map(|v| (v.to_string(), Empty {}))
+                .collect(),
+        })
+    }
+
+    /// The network mirror protocol's packages of one version, with `h1:` and `zh:` hashes.
+    pub async fn mirror_version(
+        &self,
+        hostname: &Hostname,
+        provider: &ProviderAddress,
+        version: &Version,
+        origin: &Origin,
+    ) -> Result<MirrorVersion, RegistryError> {
+        let mut packages = self.mirror_packages(hostname, provider).await?;
+        if packages.is_empty() {
+            return Err(mirror_not_found(hostname, provider));
+        }
+        let platforms = packages.remove(version).ok_or_else(|| {
+            RegistryError::NotFound(format!(
+                "the mirror has no version {version} of {hostname}/{provider}"
+            ))
+        })?;
+        let mut archives = BTreeMap::new();
+        for (platform, package) in platforms {
+            let url = self.artifacts.download_url(&package.key, origin).await?;
+            let hashes = vec![package.hashes.h1.clone(), package.hashes.zh()];
+            archives.insert(platform.to_string(), MirrorArchive { url, hashes });
+        }
+        Ok(MirrorVersion { archives })
+    }
 }
 
 fn module_not_found(address: &ModuleAddress) -> RegistryError {
     RegistryError::NotFound(format!("module {address} is not published here"))
+}
+
+fn provider_not_found(provider: &ProviderAddress) -> RegistryError {
+    RegistryError::NotFound(format!("provider {provider} is not published here"))
+}
+
+fn mirror_not_found(hostname: &Hostname, provider: &ProviderAddress) -> RegistryError {
+    RegistryError::NotFound(format!("the mirror has no provider {hostname}/{provider}"))
 }

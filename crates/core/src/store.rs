@@ -8,8 +8,12 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use tokio::io::AsyncRead;
 
+use std::collections::BTreeMap;
+
+use crate::gpg::PublicKeyInfo;
+use crate::hash::PackageHashes;
 use crate::layout::ArchiveFormat;
-use crate::names::ModuleAddress;
+use crate::names::{Hostname, ModuleAddress, Namespace, Platform, ProviderAddress};
 use crate::version::Version;
 
 /// A storage failure: the backend could not answer. Never a "not found", which is `Ok(None)`.
@@ -100,6 +104,12 @@ pub trait ArtifactStore: Send + Sync {
     /// An absolute `https://` URL from which a client without credentials can fetch `key` for a
     /// short time, and whose path ends with the key's own suffix.
     async fn download_url(&self, key: &str, origin: &Origin) -> Result<String, StoreError>;
+
+    /// The object as a local file, when the store keeps it in one: hashing then reads it in
+    /// place instead of spooling a copy.
+    fn local_path(&self, _key: &str) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// One published module archive, as the indexer records it.
@@ -113,23 +123,187 @@ pub struct ModuleArchive {
     pub size: u64,
 }
 
+/// A provider package (zip) and its hashes, whether published under `providers/` or
+/// `mirror/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageRecord {
+    /// `Some` for packages under `mirror/<hostname>/`.
+    pub mirror_hostname: Option<Hostname>,
+    pub provider: ProviderAddress,
+    pub version: Version,
+    pub platform: Platform,
+    pub key: String,
+    /// The object revision that was hashed.
+    pub revision: String,
+    pub size: u64,
+    pub hashes: PackageHashes,
+}
+
+impl PackageRecord {
+    /// The zip's file name, as SHA256SUMS lists it.
+    pub fn filename(&self) -> &str {
+        file_name(&self.key)
+    }
+}
+
+/// The last path segment of a key.
+pub fn file_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+/// A release's SHA256SUMS, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SumsRecord {
+    pub provider: ProviderAddress,
+    pub version: Version,
+    pub key: String,
+    pub revision: String,
+    /// File name to SHA-256 (lowercase hex).
+    pub entries: BTreeMap<String, String>,
+}
+
+/// The verdict on a release's SHA256SUMS signature, for one revision of each file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignatureRecord {
+    pub provider: ProviderAddress,
+    pub version: Version,
+    /// The `.sig` object.
+    pub key: String,
+    pub revision: String,
+    pub sums_key: String,
+    /// The SHA256SUMS revision the verdict holds for (`None`: there was none).
+    pub sums_revision: Option<String>,
+    pub verdict: Result<SignedBy, String>,
+}
+
+/// Who signed a release: a key under `keys/<namespace>/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedBy {
+    pub key_id: String,
+    /// The key's object (`keys/<namespace>/<name>.asc`) and the revision that verified.
+    pub key: String,
+    pub key_revision: String,
+}
+
+/// A release's `_manifest.json`: the plugin protocol versions it speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestRecord {
+    pub provider: ProviderAddress,
+    pub version: Version,
+    pub key: String,
+    pub protocols: Result<Vec<String>, String>,
+}
+
+/// A public key trusted to sign a namespace's releases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRecord {
+    pub namespace: Namespace,
+    pub key: String,
+    pub revision: String,
+    pub verdict: Result<PublicKeyInfo, String>,
+}
+
+/// A published file that cannot be served, and why: what `tfreg status` shows publishers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProblemRecord {
+    pub key: String,
+    pub problem: String,
+}
+
+/// Everything the metadata store holds. Each record lives in a partition (read together in
+/// one query) under a sort key unique within it: the shape of a single DynamoDB table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    ModuleArchive(ModuleArchive),
+    Package(PackageRecord),
+    Sums(SumsRecord),
+    Signature(SignatureRecord),
+    Manifest(ManifestRecord),
+    Key(KeyRecord),
+    Problem(ProblemRecord),
+    /// Lists a provider under its namespace, so a key change can find what to re-verify.
+    NamespaceProvider(ProviderAddress),
+}
+
+/// Where a record lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordId {
+    pub partition: String,
+    pub sort: String,
+}
+
+/// The partitions, so each query reads exactly what one answer needs.
+pub mod partition {
+    use crate::names::{Hostname, ModuleAddress, Namespace, ProviderAddress};
+
+    pub const PROBLEMS: &str = "problems";
+
+    pub fn module(address: &ModuleAddress) -> String {
+        format!("module/{address}")
+    }
+    pub fn provider(provider: &ProviderAddress) -> String {
+        format!("provider/{provider}")
+    }
+    pub fn mirror(hostname: &Hostname, provider: &ProviderAddress) -> String {
+        format!("mirror/{hostname}/{provider}")
+    }
+    pub fn keys(namespace: &Namespace) -> String {
+        format!("keys/{namespace}")
+    }
+    pub fn namespace(namespace: &Namespace) -> String {
+        format!("namespace/{namespace}")
+    }
+}
+
+impl Record {
+    pub fn id(&self) -> RecordId {
+        let (partition, sort) = match self {
+            Record::ModuleArchive(a) => (
+                partition::module(&a.address),
+                format!("{}/{}", a.version, a.key),
+            ),
+            Record::Package(p) => (
+                match &p.mirror_hostname {
+                    Some(host) => partition::mirror(host, &p.provider),
+                    None => partition::provider(&p.provider),
+                },
+                format!("package/{}/{}", p.version, p.key),
+            ),
+            Record::Sums(r) => (
+                partition::provider(&r.provider),
+                format!("sums/{}/{}", r.version, r.key),
+            ),
+            Record::Signature(r) => (
+                partition::provider(&r.provider),
+                format!("signature/{}/{}", r.version, r.key),
+            ),
+            Record::Manifest(r) => (
+                partition::provider(&r.provider),
+                format!("manifest/{}/{}", r.version, r.key),
+            ),
+            Record::Key(k) => (partition::keys(&k.namespace), k.key.clone()),
+            Record::Problem(p) => (partition::PROBLEMS.to_owned(), p.key.clone()),
+            Record::NamespaceProvider(p) => {
+                (partition::namespace(&p.namespace), p.type_.to_string())
+            }
+        };
+        RecordId { partition, sort }
+    }
+}
+
 /// Where the indexer records what is published; what the API reads on the request path.
+/// Every operation is idempotent; `query` is the only read the request path makes.
 #[async_trait]
 pub trait MetadataStore: Send + Sync {
-    /// Records an archive; replaces the record of the same key. Idempotent.
-    async fn put_module_archive(&self, archive: ModuleArchive) -> Result<(), StoreError>;
+    /// Stores a record, replacing the one with the same id.
+    async fn put(&self, record: Record) -> Result<(), StoreError>;
 
-    /// Forgets the archive under `key`, if recorded. Idempotent.
-    async fn remove_module_archive(
-        &self,
-        address: &ModuleAddress,
-        version: &Version,
-        key: &str,
-    ) -> Result<(), StoreError>;
+    /// Deletes a record if present.
+    async fn delete(&self, id: &RecordId) -> Result<(), StoreError>;
 
-    /// Every recorded archive of a module, in no particular order.
-    async fn module_archives(
-        &self,
-        address: &ModuleAddress,
-    ) -> Result<Vec<ModuleArchive>, StoreError>;
+    /// One record, if present.
+    async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError>;
+
+    /// Every record of a partition, in sort-key order.
+    async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError>;
 }

@@ -1,5 +1,5 @@
-//! tfreg's HTTP API: one axum [`Router`] for discovery, the module registry protocol and
-//! self-authorising downloads. The local server serves it over TLS; each Lambda function
+//! tfreg's HTTP API: one axum [`Router`] for discovery, the module and provider registry
+//! protocols, the provider network mirror and self-authorising downloads. The local server serves it over TLS; each Lambda function
 //! serves it through `lambda_http`. No storage or transport decisions are made here.
 
 pub mod error;
@@ -49,6 +49,18 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/modules/{namespace}/{name}/{system}/{version}/download",
             get(routes::modules::download),
+        )
+        .route(
+            "/v1/providers/{namespace}/{type}/versions",
+            get(routes::providers::versions),
+        )
+        .route(
+            "/v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}",
+            get(routes::providers::download),
+        )
+        .route(
+            "/v1/mirror/{hostname}/{namespace}/{type}/{file}",
+            get(routes::mirror::mirror),
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -182,6 +182,10 @@ impl ArtifactStore for FsArtifactStore {
     async fn download_url(&self, key: &str, origin: &Origin) -> Result<String, StoreError> {
         Ok(self.signer.url(origin, key, SystemTime::now()))
     }
+
+    fn local_path(&self, key: &str) -> Option<PathBuf> {
+        self.path_for(key)
+    }
 }
 
 #[cfg(test)]

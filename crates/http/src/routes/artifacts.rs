@@ -45,8 +45,11 @@ pub async fn download(
     // A valid signature names a key we handed out; still, only published kinds of files are
     // ever read, whatever the signer was tricked into signing.
     let content_type = match classify(&key) {
-        Classified::Artifact(Artifact::ModuleArchive { format, .. }) => format.content_type(),
-        _ => return Err(ApiError::NotFound("no such file".into())),
+        Classified::Artifact(Artifact::SigningKey { .. }) | Classified::Ignored => {
+            return Err(ApiError::NotFound("no such file".into()))
+        }
+        Classified::Artifact(artifact) => artifact.content_type(),
+        Classified::Invalid(_) => return Err(ApiError::NotFound("no such file".into())),
     };
     let Some(body) = state.registry.artifacts().open(&key).await? else {
         return Err(ApiError::NotFound(

@@ -2,4 +2,6 @@
 
 pub mod artifacts;
 pub mod discovery;
+pub mod mirror;
 pub mod modules;
+pub mod providers;

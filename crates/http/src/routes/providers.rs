@@ -1,0 +1,49 @@
+//! The provider registry protocol (`providers.v1`).
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tfreg_core::{Platform, ProviderAddress, Version};
+
+use crate::error::ApiError;
+use crate::extract::{JsonPath, RequestOrigin};
+use crate::AppState;
+
+pub(crate) fn provider(namespace: &str, type_: &str) -> Result<ProviderAddress, ApiError> {
+    ProviderAddress::parse(namespace, type_).map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+pub(crate) fn version(version: &str) -> Result<Version, ApiError> {
+    Version::parse(version).map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+/// `GET /v1/providers/:namespace/:type/versions`
+pub async fn versions(
+    State(state): State<AppState>,
+    JsonPath((namespace, type_)): JsonPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    let provider = provider(&namespace, &type_)?;
+    Ok(Json(state.registry.provider_versions(&provider).await?).into_response())
+}
+
+/// `GET /v1/providers/:namespace/:type/:version/download/:os/:arch`
+pub async fn download(
+    State(state): State<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    JsonPath((namespace, type_, version_text, os, arch)): JsonPath<(
+        String,
+        String,
+        String,
+        String,
+        String,
+    )>,
+) -> Result<Response, ApiError> {
+    let provider = provider(&namespace, &type_)?;
+    let version = version(&version_text)?;
+    let platform = Platform::parse(&os, &arch).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let download = state
+        .registry
+        .provider_download(&provider, &version, &platform, &origin)
+        .await?;
+    Ok(Json(download).into_response())
+}
