@@ -2,4 +2,5 @@
 //! One test binary; one module per feature.
 
 mod modules;
+mod providers;
 mod serve;

@@ -90,6 +90,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .hostname
         .clone()
         .unwrap_or_else(|| local_addr.to_string());
+    let registry_hostname = Hostname::parse(&hostname).with_context(|| {
+        format!("--hostname {hostname:?} is not a hostname Terraform can use in provider addresses")
+    })?;
 
     let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
     let metadata = Arc::new(MemoryMetadataStore::new());
