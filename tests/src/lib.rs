@@ -26,6 +26,20 @@ pub fn tfreg_bin() -> PathBuf {
     bin
 }
 
+/// Runs `tfreg ARGS...`, asserting success; returns its stdout.
+pub fn tfreg(args: &[&str]) -> String {
+    let output = Command::new(tfreg_bin())
+        .args(args)
+        .output()
+        .expect("tfreg runs");
+    assert!(
+        output.status.success(),
+        "tfreg {args:?} failed:\n{}",
+        describe(&output)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// Fails the test, with install instructions, when `terraform` is not on PATH.
 pub fn require_terraform() {
     let found = Command::new("terraform")
@@ -370,9 +384,15 @@ fn describe(output: &Output) -> String {
 /// The platform this machine's Terraform installs for (`linux_amd64`).
 pub fn terraform_platform() -> String {
     require_terraform();
-    let output = Command::new("terraform").args(["version", "-json"]).output().unwrap();
+    let output = Command::new("terraform")
+        .args(["version", "-json"])
+        .output()
+        .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    json["platform"].as_str().expect("terraform version -json has a platform").to_owned()
+    json["platform"]
+        .as_str()
+        .expect("terraform version -json has a platform")
+        .to_owned()
 }
 
 /// A throwaway GnuPG home for making release keys and signatures, as publishers do.
@@ -382,23 +402,39 @@ pub struct Gpg {
 
 impl Gpg {
     pub fn new() -> Gpg {
-        let found = Command::new("gpg").arg("--version").output().is_ok_and(|o| o.status.success());
+        let found = Command::new("gpg")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
         assert!(
             found,
             "`gpg` is not on PATH, and the provider tests sign releases with it as publishers do. \
              Install GnuPG (`apt-get install gnupg`) and run the tests again."
         );
-        Gpg { home: TempDir::new().unwrap() }
+        Gpg {
+            home: TempDir::new().unwrap(),
+        }
     }
 
     fn gpg(&self, args: &[&str]) -> Output {
         let output = Command::new("gpg")
             .env("GNUPGHOME", self.home.path())
-            .args(["--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase", ""])
+            .args([
+                "--batch",
+                "--yes",
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "",
+            ])
             .args(args)
             .output()
             .expect("gpg runs");
-        assert!(output.status.success(), "gpg {args:?} failed:\n{}", describe(&output));
+        assert!(
+            output.status.success(),
+            "gpg {args:?} failed:\n{}",
+            describe(&output)
+        );
         output
     }
 
@@ -467,10 +503,16 @@ pub fn provider_release(type_: &str, version: &str, platforms: &[&str]) -> Vec<(
     for platform in platforms {
         let name = format!("terraform-provider-{type_}_{version}_{platform}.zip");
         let zip = provider_zip(type_, version, platform);
-        sums.push_str(&format!("{}  {name}\n", hex::encode(sha2::Sha256::digest(&zip))));
+        sums.push_str(&format!(
+            "{}  {name}\n",
+            hex::encode(sha2::Sha256::digest(&zip))
+        ));
         files.push((name, zip));
     }
-    files.push((format!("terraform-provider-{type_}_{version}_SHA256SUMS"), sums.into_bytes()));
+    files.push((
+        format!("terraform-provider-{type_}_{version}_SHA256SUMS"),
+        sums.into_bytes(),
+    ));
     files
 }
 

@@ -2,6 +2,7 @@
 //! the adapters; no registry logic lives here.
 
 mod serve;
+mod status;
 
 use std::process::ExitCode;
 
@@ -22,11 +23,17 @@ struct Cli {
 enum Command {
     /// Serve the registry over HTTPS from a data directory.
     Serve(serve::ServeArgs),
+    /// Show what a data directory publishes, and why anything in it is not served.
+    Status(status::StatusArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    // The server logs every request; one-shot commands only what went wrong.
+    init_tracing(match cli.command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -40,6 +47,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Status(args) => status::run(args).await,
         }
     });
     match result {
@@ -51,10 +59,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr; `RUST_LOG` sets the verbosity (default `info`).
-fn init_tracing() {
+/// Logs go to stderr; `RUST_LOG` sets the verbosity.
+fn init_tracing(default: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

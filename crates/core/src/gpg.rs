@@ -156,8 +156,8 @@ pub fn verify_detached(
             .signatures
             .iter()
             .any(|s| s.typ() == Some(pgp::packet::SignatureType::SubkeyRevocation));
-        let expired = expiry(subkey.key.created_at(), &subkey.signatures)
-            .is_some_and(|at| unix(now) >= at);
+        let expired =
+            expiry(subkey.key.created_at(), &subkey.signatures).is_some_and(|at| unix(now) >= at);
         if bound && !revoked && !expired && verify_with(&signature, &subkey.key, content) {
             return Ok(());
         }
@@ -182,10 +182,17 @@ mod tests {
     #[test]
     fn garbage_is_refused_with_a_reason() {
         let now = SystemTime::now();
-        assert!(parse_public_key(b"hello", now).unwrap_err().contains("not an ASCII-armored"));
-        assert!(parse_public_key(&[0xff, 0xfe], now).unwrap_err().contains("not text"));
-        let private = b"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n-----END PGP PRIVATE KEY BLOCK-----\n";
-        assert!(parse_public_key(private, now).unwrap_err().contains("PRIVATE"));
+        assert!(parse_public_key(b"hello", now)
+            .unwrap_err()
+            .contains("not an ASCII-armored"));
+        assert!(parse_public_key(&[0xff, 0xfe], now)
+            .unwrap_err()
+            .contains("not text"));
+        let private =
+            b"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n-----END PGP PRIVATE KEY BLOCK-----\n";
+        assert!(parse_public_key(private, now)
+            .unwrap_err()
+            .contains("PRIVATE"));
         assert!(parse_signature(b"nope").is_err());
     }
 }

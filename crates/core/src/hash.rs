@@ -50,7 +50,9 @@ pub fn hash_zip_file(path: &Path) -> Result<PackageHashes, HashError> {
     std::thread::scope(|scope| {
         let raw = scope.spawn(move || sha256_hex(raw_file));
         let h1 = h1_of_zip(zip_file);
-        let sha256 = raw.join().map_err(|_| HashError::Zip("the hashing thread failed".into()))??;
+        let sha256 = raw
+            .join()
+            .map_err(|_| HashError::Zip("the hashing thread failed".into()))??;
         Ok(PackageHashes { sha256, h1: h1? })
     })
 }
@@ -124,10 +126,14 @@ mod tests {
         let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
         for (name, content) in files {
             if name.ends_with('/') {
-                writer.add_directory(*name, zip::write::SimpleFileOptions::default()).unwrap();
+                writer
+                    .add_directory(*name, zip::write::SimpleFileOptions::default())
+                    .unwrap();
                 continue;
             }
-            writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+            writer
+                .start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
             writer.write_all(content).unwrap();
         }
         writer.finish().unwrap().into_inner()
@@ -140,14 +146,25 @@ mod tests {
             .map(|(n, c)| format!("{}  {n}\n", hex::encode(Sha256::digest(c))))
             .collect();
         lines.sort_by(|a, b| a.split("  ").nth(1).cmp(&b.split("  ").nth(1)));
-        format!("h1:{}", STANDARD.encode(Sha256::digest(lines.concat().as_bytes())))
+        format!(
+            "h1:{}",
+            STANDARD.encode(Sha256::digest(lines.concat().as_bytes()))
+        )
     }
 
     #[test]
     fn h1_hashes_the_files_sorted_by_name_and_ignores_folders() {
-        let zip = zip_of(&[("z.txt", b"last"), ("docs/", b""), ("docs/a.md", b"doc"), ("b", b"")]);
+        let zip = zip_of(&[
+            ("z.txt", b"last"),
+            ("docs/", b""),
+            ("docs/a.md", b"doc"),
+            ("b", b""),
+        ]);
         let h1 = h1_of_zip(Cursor::new(zip)).unwrap();
-        assert_eq!(h1, expected_h1(&[("b", b""), ("docs/a.md", b"doc"), ("z.txt", b"last")]));
+        assert_eq!(
+            h1,
+            expected_h1(&[("b", b""), ("docs/a.md", b"doc"), ("z.txt", b"last")])
+        );
     }
 
     #[test]
@@ -156,7 +173,10 @@ mod tests {
         // algorithm, whatever zip writer made the archive.
         let content = b"#!/bin/sh\n";
         let zip = zip_of(&[("terraform-provider-x_v1.0.0", content)]);
-        let line = format!("{}  terraform-provider-x_v1.0.0\n", hex::encode(Sha256::digest(content)));
+        let line = format!(
+            "{}  terraform-provider-x_v1.0.0\n",
+            hex::encode(Sha256::digest(content))
+        );
         let want = format!("h1:{}", STANDARD.encode(Sha256::digest(line.as_bytes())));
         assert_eq!(h1_of_zip(Cursor::new(zip.clone())).unwrap(), want);
 
@@ -171,11 +191,17 @@ mod tests {
 
     #[test]
     fn broken_and_unsafe_zips_are_refused() {
-        assert!(matches!(h1_of_zip(Cursor::new(b"not a zip".to_vec())), Err(HashError::Zip(_))));
+        assert!(matches!(
+            h1_of_zip(Cursor::new(b"not a zip".to_vec())),
+            Err(HashError::Zip(_))
+        ));
         let mut truncated = zip_of(&[("a", &[7u8; 1000])]);
         truncated.truncate(truncated.len() / 2);
         assert!(h1_of_zip(Cursor::new(truncated)).is_err());
         let evil = zip_of(&[("../../etc/passwd", b"x")]);
-        assert!(matches!(h1_of_zip(Cursor::new(evil)), Err(HashError::UnsafeName(_))));
+        assert!(matches!(
+            h1_of_zip(Cursor::new(evil)),
+            Err(HashError::UnsafeName(_))
+        ));
     }
 }

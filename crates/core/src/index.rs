@@ -67,7 +67,9 @@ impl Indexer {
             }
             Classified::Invalid(error) => {
                 let exists = self.artifacts.head(key).await?.is_some();
-                return self.outcome_for_invalid(key, exists, error.to_string()).await;
+                return self
+                    .outcome_for_invalid(key, exists, error.to_string())
+                    .await;
             }
             Classified::Artifact(artifact) => artifact,
         };
@@ -99,7 +101,8 @@ impl Indexer {
                 platform,
             } => {
                 self.note_provider(provider).await?;
-                self.index_package(key, None, provider, version, platform).await?
+                self.index_package(key, None, provider, version, platform)
+                    .await?
             }
             Artifact::MirrorPackage {
                 hostname,
@@ -120,12 +123,14 @@ impl Indexer {
                     ReleaseFile::Sums => {
                         let problem = self.index_sums(key, provider, version).await?;
                         let sig_key = format!("{key}.sig");
-                        self.verify_signature(&sig_key, key, provider, version).await?;
+                        self.verify_signature(&sig_key, key, provider, version)
+                            .await?;
                         problem
                     }
                     ReleaseFile::Signature => {
                         let sums_key = key.strip_suffix(".sig").unwrap_or(key);
-                        self.verify_signature(key, sums_key, provider, version).await?
+                        self.verify_signature(key, sums_key, provider, version)
+                            .await?
                     }
                     ReleaseFile::Manifest => self.index_manifest(key, provider, version).await?,
                 }
@@ -133,7 +138,8 @@ impl Indexer {
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
         };
         let exists = self.artifacts.head(key).await?.is_some();
-        self.set_problem(key, problem.clone().filter(|_| exists)).await?;
+        self.set_problem(key, problem.clone().filter(|_| exists))
+            .await?;
         Ok(match (exists, problem) {
             (false, _) => {
                 tracing::info!(key, "unpublished {artifact}");
@@ -159,7 +165,8 @@ impl Indexer {
         exists: bool,
         reason: String,
     ) -> Result<IndexOutcome, StoreError> {
-        self.set_problem(key, exists.then(|| reason.clone())).await?;
+        self.set_problem(key, exists.then(|| reason.clone()))
+            .await?;
         if exists {
             tracing::warn!(key, reason, "rejected: this file is never served");
         }
@@ -310,7 +317,10 @@ impl Indexer {
             partition: partition::provider(provider),
             sort: format!("sums/{version}/{key}"),
         };
-        let (record, problem) = match self.read_small(key, release::MAX_RELEASE_FILE_BYTES).await? {
+        let (record, problem) = match self
+            .read_small(key, release::MAX_RELEASE_FILE_BYTES)
+            .await?
+        {
             Small::Missing => (None, None),
             Small::Unreadable(reason) => (None, Some(reason)),
             Small::Bytes(bytes, meta) => match release::parse_sums(&bytes) {
@@ -341,7 +351,10 @@ impl Indexer {
             partition: partition::provider(provider),
             sort: format!("manifest/{version}/{key}"),
         };
-        let protocols = match self.read_small(key, release::MAX_RELEASE_FILE_BYTES).await? {
+        let protocols = match self
+            .read_small(key, release::MAX_RELEASE_FILE_BYTES)
+            .await?
+        {
             Small::Missing => return self.metadata.delete(&id).await.map(|_| None),
             Small::Unreadable(reason) => Err(reason),
             Small::Bytes(bytes, _) => release::parse_manifest(&bytes),
@@ -384,7 +397,11 @@ impl Indexer {
         };
         self.put_or_delete(id, record).await?;
         // Every release of the namespace may now verify differently.
-        for record in self.metadata.query(&partition::namespace(namespace)).await? {
+        for record in self
+            .metadata
+            .query(&partition::namespace(namespace))
+            .await?
+        {
             let Record::NamespaceProvider(provider) = record else {
                 continue;
             };
@@ -419,17 +436,19 @@ impl Indexer {
             }
             Small::Bytes(bytes, meta) => (bytes, meta),
         };
-        let (sums_revision, verdict) =
-            match self.read_small(sums_key, release::MAX_RELEASE_FILE_BYTES).await? {
-                Small::Missing => (None, Err(format!("{sums_key} has not been published"))),
-                Small::Unreadable(reason) => (None, Err(reason)),
-                Small::Bytes(sums, meta) => {
-                    let verdict = self
-                        .find_signer(&provider.namespace, &signature, &sums)
-                        .await?;
-                    (Some(meta.revision), verdict)
-                }
-            };
+        let (sums_revision, verdict) = match self
+            .read_small(sums_key, release::MAX_RELEASE_FILE_BYTES)
+            .await?
+        {
+            Small::Missing => (None, Err(format!("{sums_key} has not been published"))),
+            Small::Unreadable(reason) => (None, Err(reason)),
+            Small::Bytes(sums, meta) => {
+                let verdict = self
+                    .find_signer(&provider.namespace, &signature, &sums)
+                    .await?;
+                (Some(meta.revision), verdict)
+            }
+        };
         // A missing SHA256SUMS is only waited for, not a problem of the signature file.
         let problem = match (&sums_revision, &verdict) {
             (Some(_), Err(reason)) => Some(reason.clone()),

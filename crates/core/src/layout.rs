@@ -108,11 +108,18 @@ impl Artifact {
         match self {
             Artifact::ModuleArchive { format, .. } => format.content_type(),
             Artifact::ProviderPackage { .. } | Artifact::MirrorPackage { .. } => "application/zip",
-            Artifact::ProviderReleaseFile { file: ReleaseFile::Signature, .. } => {
-                "application/pgp-signature"
-            }
-            Artifact::ProviderReleaseFile { file: ReleaseFile::Manifest, .. } => "application/json",
-            Artifact::ProviderReleaseFile { file: ReleaseFile::Sums, .. } => "text/plain",
+            Artifact::ProviderReleaseFile {
+                file: ReleaseFile::Signature,
+                ..
+            } => "application/pgp-signature",
+            Artifact::ProviderReleaseFile {
+                file: ReleaseFile::Manifest,
+                ..
+            } => "application/json",
+            Artifact::ProviderReleaseFile {
+                file: ReleaseFile::Sums,
+                ..
+            } => "text/plain",
             Artifact::SigningKey { .. } => "application/pgp-keys",
         }
     }
@@ -209,14 +216,20 @@ fn parse_platform(rest: &str, expected: &'static str) -> Result<Platform, KeyErr
 
 fn parse_provider(parts: &[&str]) -> Result<Artifact, KeyError> {
     let [namespace, type_, version, file] = parts else {
-        return Err(KeyError::Shape { expected: PROVIDER_SHAPE });
+        return Err(KeyError::Shape {
+            expected: PROVIDER_SHAPE,
+        });
     };
     let provider = ProviderAddress::parse(namespace, type_)?;
     let version = Version::parse(version)?;
     let (_, rest) = split_provider_file(file, &provider, Some(&version), PROVIDER_SHAPE)?;
-    let release_file = [ReleaseFile::Sums, ReleaseFile::Signature, ReleaseFile::Manifest]
-        .into_iter()
-        .find(|f| rest == &f.suffix()[1..]);
+    let release_file = [
+        ReleaseFile::Sums,
+        ReleaseFile::Signature,
+        ReleaseFile::Manifest,
+    ]
+    .into_iter()
+    .find(|f| rest == &f.suffix()[1..]);
     if let Some(file) = release_file {
         return Ok(Artifact::ProviderReleaseFile {
             provider,
@@ -234,10 +247,14 @@ fn parse_provider(parts: &[&str]) -> Result<Artifact, KeyError> {
 
 fn parse_key_file(parts: &[&str]) -> Result<Artifact, KeyError> {
     let [namespace, file] = parts else {
-        return Err(KeyError::Shape { expected: KEY_SHAPE });
+        return Err(KeyError::Shape {
+            expected: KEY_SHAPE,
+        });
     };
     if !file.ends_with(".asc") {
-        return Err(KeyError::Shape { expected: KEY_SHAPE });
+        return Err(KeyError::Shape {
+            expected: KEY_SHAPE,
+        });
     }
     Ok(Artifact::SigningKey {
         namespace: provider_namespace(namespace)?,
@@ -246,7 +263,9 @@ fn parse_key_file(parts: &[&str]) -> Result<Artifact, KeyError> {
 
 fn parse_mirror(parts: &[&str]) -> Result<Artifact, KeyError> {
     let [hostname, namespace, type_, file] = parts else {
-        return Err(KeyError::Shape { expected: MIRROR_SHAPE });
+        return Err(KeyError::Shape {
+            expected: MIRROR_SHAPE,
+        });
     };
     let hostname = Hostname::parse(hostname)?;
     let provider = ProviderAddress::parse(namespace, type_)?;
@@ -307,7 +326,10 @@ impl fmt::Display for Artifact {
                 provider,
                 version,
                 platform,
-            } => write!(f, "mirrored provider {hostname}/{provider} {version} package for {platform}"),
+            } => write!(
+                f,
+                "mirrored provider {hostname}/{provider} {version} package for {platform}"
+            ),
         }
     }
 }
@@ -380,8 +402,14 @@ mod tests {
     #[test]
     fn provider_keys() {
         let dir = "providers/Acme/Widget/1.2.3";
-        match classify(&format!("{dir}/terraform-provider-widget_1.2.3_linux_amd64.zip")) {
-            Classified::Artifact(Artifact::ProviderPackage { provider, version, platform }) => {
+        match classify(&format!(
+            "{dir}/terraform-provider-widget_1.2.3_linux_amd64.zip"
+        )) {
+            Classified::Artifact(Artifact::ProviderPackage {
+                provider,
+                version,
+                platform,
+            }) => {
                 assert_eq!(provider.to_string(), "acme/widget");
                 assert_eq!(version.to_string(), "1.2.3");
                 assert_eq!(platform.to_string(), "linux_amd64");
@@ -399,20 +427,40 @@ mod tests {
                 "{key}"
             );
         }
-        assert!(invalid(&format!("{dir}/terraform-provider-gadget_1.2.3_linux_amd64.zip")).contains("does not match its folder"));
-        assert!(invalid(&format!("{dir}/terraform-provider-widget_1.2.4_linux_amd64.zip")).contains("does not match its folder"));
-        assert!(invalid(&format!("{dir}/terraform-provider-widget_1.2.3_linux.zip")).contains("expected providers/"));
-        assert!(invalid(&format!("{dir}/terraform-provider-widget_1.2.3_linux_amd64.tar.gz")).contains("expected providers/"));
+        assert!(invalid(&format!(
+            "{dir}/terraform-provider-gadget_1.2.3_linux_amd64.zip"
+        ))
+        .contains("does not match its folder"));
+        assert!(invalid(&format!(
+            "{dir}/terraform-provider-widget_1.2.4_linux_amd64.zip"
+        ))
+        .contains("does not match its folder"));
+        assert!(
+            invalid(&format!("{dir}/terraform-provider-widget_1.2.3_linux.zip"))
+                .contains("expected providers/")
+        );
+        assert!(invalid(&format!(
+            "{dir}/terraform-provider-widget_1.2.3_linux_amd64.tar.gz"
+        ))
+        .contains("expected providers/"));
         assert!(invalid(&format!("{dir}/widget.zip")).contains("expected providers/"));
-        assert!(invalid("providers/acme/widget/v1.2.3/terraform-provider-widget_v1.2.3_linux_amd64.zip").contains("leading 'v'"));
-        assert!(invalid("providers/acme_co/widget/1.0.0/terraform-provider-widget_1.0.0_SHA256SUMS").contains("provider namespace"));
+        assert!(invalid(
+            "providers/acme/widget/v1.2.3/terraform-provider-widget_v1.2.3_linux_amd64.zip"
+        )
+        .contains("leading 'v'"));
+        assert!(invalid(
+            "providers/acme_co/widget/1.0.0/terraform-provider-widget_1.0.0_SHA256SUMS"
+        )
+        .contains("provider namespace"));
     }
 
     #[test]
     fn key_and_mirror_keys() {
         assert_eq!(
             classify("keys/Acme/release-2024.asc"),
-            Classified::Artifact(Artifact::SigningKey { namespace: provider_namespace("acme").unwrap() })
+            Classified::Artifact(Artifact::SigningKey {
+                namespace: provider_namespace("acme").unwrap()
+            })
         );
         assert!(invalid("keys/acme/key.gpg").contains("expected keys/"));
         assert!(invalid("keys/acme.asc").contains("expected keys/"));
@@ -431,7 +479,10 @@ mod tests {
         ] {
             assert_eq!(classify(ignored), Classified::Ignored, "{ignored}");
         }
-        assert!(invalid("mirror/registry.terraform.io/hashicorp/terraform-provider-null_3.2.1_linux_amd64.zip").contains("expected mirror/"));
+        assert!(invalid(
+            "mirror/registry.terraform.io/hashicorp/terraform-provider-null_3.2.1_linux_amd64.zip"
+        )
+        .contains("expected mirror/"));
     }
 
     #[test]

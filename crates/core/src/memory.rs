@@ -33,7 +33,10 @@ impl MetadataStore for MemoryMetadataStore {
     async fn put(&self, record: Record) -> Result<(), StoreError> {
         let RecordId { partition, sort } = record.id();
         let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
-        partitions.entry(partition).or_default().insert(sort, record);
+        partitions
+            .entry(partition)
+            .or_default()
+            .insert(sort, record);
         Ok(())
     }
 
@@ -139,8 +142,8 @@ mod tests {
     use super::*;
     use crate::index::{IndexOutcome, Indexer};
     use crate::names::ModuleAddress;
-    use crate::version::Version;
     use crate::registry::{Registry, RegistryError};
+    use crate::version::Version;
 
     struct World {
         artifacts: Arc<MemoryArtifactStore>,

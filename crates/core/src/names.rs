@@ -306,12 +306,21 @@ mod tests {
     fn provider_names_and_platforms() {
         let p = ProviderAddress::parse("HashiCorp", "Google-Beta").unwrap();
         assert_eq!(p.to_string(), "hashicorp/google-beta");
-        assert!(ProviderAddress::parse("acme_corp", "x").is_err(), "no '_' in provider namespaces");
+        assert!(
+            ProviderAddress::parse("acme_corp", "x").is_err(),
+            "no '_' in provider namespaces"
+        );
         assert!(ProviderAddress::parse("acme", "-x").is_err());
-        assert_eq!(Platform::parse("linux", "amd64").unwrap().to_string(), "linux_amd64");
+        assert_eq!(
+            Platform::parse("linux", "amd64").unwrap().to_string(),
+            "linux_amd64"
+        );
         assert!(Platform::parse("Linux", "amd64").is_err());
         assert!(Platform::parse("linux", "amd_64").is_err());
-        assert_eq!(Hostname::parse("Registry.Terraform.io").unwrap().as_str(), "registry.terraform.io");
+        assert_eq!(
+            Hostname::parse("Registry.Terraform.io").unwrap().as_str(),
+            "registry.terraform.io"
+        );
         assert!(Hostname::parse("registry.example.test:8443").is_ok());
         for bad in ["", "a..b", "-a.b", "a.b:", "a.b:123456", "a_b.c", "a/b"] {
             assert!(Hostname::parse(bad).is_err(), "{bad:?}");

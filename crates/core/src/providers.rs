@@ -139,7 +139,10 @@ fn judge(
         }
         let verdict = match sums.map(|s| s.entries.get(package.filename())) {
             None => Err("waiting for SHA256SUMS".to_owned()),
-            Some(None) => Err(format!("{} is not listed in SHA256SUMS", package.filename())),
+            Some(None) => Err(format!(
+                "{} is not listed in SHA256SUMS",
+                package.filename()
+            )),
             Some(Some(expected)) if *expected != package.hashes.sha256 => Err(format!(
                 "{} does not match SHA256SUMS (expected {expected}, the file has {})",
                 package.filename(),

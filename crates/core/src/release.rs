@@ -17,7 +17,12 @@ pub fn parse_sums(bytes: &[u8]) -> Result<BTreeMap<String, String>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let bad = || format!("SHA256SUMS line {} is not `<sha256>  <file name>`: {line:?}", number + 1);
+        let bad = || {
+            format!(
+                "SHA256SUMS line {} is not `<sha256>  <file name>`: {line:?}",
+                number + 1
+            )
+        };
         let (hash, name) = line.split_once(char::is_whitespace).ok_or_else(bad)?;
         let name = name.trim_start().trim_start_matches('*');
         if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || name.is_empty() {
@@ -54,7 +59,10 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Vec<String>, String> {
     let manifest: Manifest = serde_json::from_slice(bytes)
         .map_err(|e| format!("the manifest is not {{\"version\":1,\"metadata\":{{\"protocol_versions\":[...]}}}}: {e}"))?;
     if manifest.version != 1 {
-        return Err(format!("manifest version {} is not supported (expected 1)", manifest.version));
+        return Err(format!(
+            "manifest version {} is not supported (expected 1)",
+            manifest.version
+        ));
     }
     let protocols = manifest.metadata.protocol_versions;
     if protocols.is_empty() {
@@ -64,8 +72,12 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Vec<String>, String> {
         let (major, minor) = protocol
             .split_once('.')
             .ok_or_else(|| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
-        let major: u32 = major.parse().map_err(|_| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
-        minor.parse::<u32>().map_err(|_| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
+        let major: u32 = major
+            .parse()
+            .map_err(|_| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
+        minor
+            .parse::<u32>()
+            .map_err(|_| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
         if major < 5 {
             return Err(format!(
                 "protocol version {protocol} is older than 5.0: Terraform 0.12 and later cannot install it"
@@ -87,8 +99,14 @@ mod tests {
             b = "B".repeat(64)
         );
         let sums = parse_sums(text.as_bytes()).unwrap();
-        assert_eq!(sums["terraform-provider-x_1.0.0_linux_amd64.zip"], "a".repeat(64));
-        assert_eq!(sums["terraform-provider-x_1.0.0_darwin_arm64.zip"], "b".repeat(64));
+        assert_eq!(
+            sums["terraform-provider-x_1.0.0_linux_amd64.zip"],
+            "a".repeat(64)
+        );
+        assert_eq!(
+            sums["terraform-provider-x_1.0.0_darwin_arm64.zip"],
+            "b".repeat(64)
+        );
         assert!(parse_sums(b"").unwrap_err().contains("no files"));
         assert!(parse_sums(b"abc  file\n").unwrap_err().contains("line 1"));
         assert!(parse_sums(&[0xff]).is_err());
@@ -96,11 +114,26 @@ mod tests {
 
     #[test]
     fn manifests() {
-        assert_eq!(parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#).unwrap(), ["6.0"]);
-        assert_eq!(parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["5.0","6.0"]}}"#).unwrap(), ["5.0", "6.0"]);
-        assert!(parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["4.0"]}}"#).unwrap_err().contains("older than 5.0"));
-        assert!(parse_manifest(br#"{"version":2,"metadata":{"protocol_versions":["6.0"]}}"#).is_err());
-        assert!(parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["six"]}}"#).is_err());
+        assert_eq!(
+            parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#).unwrap(),
+            ["6.0"]
+        );
+        assert_eq!(
+            parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["5.0","6.0"]}}"#)
+                .unwrap(),
+            ["5.0", "6.0"]
+        );
+        assert!(
+            parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["4.0"]}}"#)
+                .unwrap_err()
+                .contains("older than 5.0")
+        );
+        assert!(
+            parse_manifest(br#"{"version":2,"metadata":{"protocol_versions":["6.0"]}}"#).is_err()
+        );
+        assert!(
+            parse_manifest(br#"{"version":1,"metadata":{"protocol_versions":["six"]}}"#).is_err()
+        );
         assert!(parse_manifest(b"{}").is_err());
     }
 }

@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 use tfreg_core::gpg;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore};
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::{Hostname, Indexer, Origin, Platform, ProviderAddress, Registry, RegistryError, Version};
+use tfreg_core::{
+    Hostname, Indexer, Origin, Platform, ProviderAddress, Registry, RegistryError, Version,
+};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -57,8 +59,11 @@ impl World {
                 .versions
                 .iter()
                 .map(|v| {
-                    let platforms: Vec<String> =
-                        v.platforms.iter().map(|p| format!("{}_{}", p.os, p.arch)).collect();
+                    let platforms: Vec<String> = v
+                        .platforms
+                        .iter()
+                        .map(|p| format!("{}_{}", p.os, p.arch))
+                        .collect();
                     format!("{}: {}", v.version, platforms.join(" "))
                 })
                 .collect(),
@@ -77,7 +82,8 @@ impl World {
         self.put(&format!("{DIR}/{LINUX}"), fixture(LINUX)).await;
         self.put(&format!("{DIR}/{DARWIN}"), fixture(DARWIN)).await;
         self.put(&format!("{DIR}/{SUMS}"), fixture(SUMS)).await;
-        self.put(&format!("{DIR}/{SUMS}.sig"), fixture(signature)).await;
+        self.put(&format!("{DIR}/{SUMS}.sig"), fixture(signature))
+            .await;
         self.put(&format!("keys/acme/{key}"), fixture(key)).await;
     }
 }
@@ -97,31 +103,52 @@ fn keys_are_read_and_refused_as_terraform_would() {
     let now = SystemTime::now();
     let release = gpg::parse_public_key(&fixture("release.asc"), now).unwrap();
     assert_eq!(release.key_id.len(), 16);
-    assert!(release.key_id.chars().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
+    assert!(release
+        .key_id
+        .chars()
+        .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
     assert_eq!(release.expires_at, None);
     assert!(gpg::parse_public_key(&fixture("subkey.asc"), now).is_ok());
 
     let eddsa = gpg::parse_public_key(&fixture("eddsa.asc"), now).unwrap_err();
-    assert!(eddsa.contains("EdDSA") && eddsa.contains("algorithm 22"), "{eddsa}");
+    assert!(
+        eddsa.contains("EdDSA") && eddsa.contains("algorithm 22"),
+        "{eddsa}"
+    );
     let expired = gpg::parse_public_key(&fixture("expired.asc"), now).unwrap_err();
     assert!(expired.contains("expired at 2020-06-01"), "{expired}");
 
     let sums = fixture(SUMS);
     let armor = |name: &str| String::from_utf8(fixture(name)).unwrap();
-    let verify = |key: &str, sig: &str| gpg::verify_detached(&armor(key), &fixture(sig), &sums, now);
+    let verify =
+        |key: &str, sig: &str| gpg::verify_detached(&armor(key), &fixture(sig), &sums, now);
     assert_eq!(verify("release.asc", &format!("{SUMS}.sig")), Ok(()));
-    assert_eq!(verify("release.asc", &format!("{SUMS}.asc-armored.sig")), Ok(()));
+    assert_eq!(
+        verify("release.asc", &format!("{SUMS}.asc-armored.sig")),
+        Ok(())
+    );
     assert_eq!(verify("subkey.asc", &format!("{SUMS}.subkey.sig")), Ok(()));
     assert!(verify("release.asc", &format!("{SUMS}.other.sig")).is_err());
     assert!(verify("other.asc", &format!("{SUMS}.sig")).is_err());
     let mut changed = sums.clone();
     changed[0] ^= 1;
-    assert!(gpg::verify_detached(&armor("release.asc"), &fixture(&format!("{SUMS}.sig")), &changed, now).is_err());
+    assert!(gpg::verify_detached(
+        &armor("release.asc"),
+        &fixture(&format!("{SUMS}.sig")),
+        &changed,
+        now
+    )
+    .is_err());
 }
 
 #[tokio::test]
 async fn a_signed_release_is_served_whatever_order_its_files_arrive_in() {
-    let orders: [[usize; 5]; 4] = [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [3, 0, 4, 2, 1], [2, 4, 0, 3, 1]];
+    let orders: [[usize; 5]; 4] = [
+        [0, 1, 2, 3, 4],
+        [4, 3, 2, 1, 0],
+        [3, 0, 4, 2, 1],
+        [2, 4, 0, 3, 1],
+    ];
     for order in orders {
         let world = World::new();
         let files = [
@@ -134,7 +161,12 @@ async fn a_signed_release_is_served_whatever_order_its_files_arrive_in() {
         for &i in &order {
             world.put(&files[i].0, files[i].1.clone()).await;
         }
-        assert_eq!(world.served().await, [BOTH], "order {order:?}: {}", world.problems().await);
+        assert_eq!(
+            world.served().await,
+            [BOTH],
+            "order {order:?}: {}",
+            world.problems().await
+        );
         // Replaying every event changes nothing.
         for (key, _) in &files {
             world.indexer.index_key(key).await.unwrap();
@@ -146,10 +178,16 @@ async fn a_signed_release_is_served_whatever_order_its_files_arrive_in() {
 #[tokio::test]
 async fn the_download_answer_has_every_field_terraform_needs() {
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.sig"), "release.asc").await;
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
     let origin = Origin::https("127.0.0.1:8443").unwrap();
     let linux = Platform::parse("linux", "amd64").unwrap();
-    let doc = world.registry.provider_download(&widget(), &v1(), &linux, &origin).await.unwrap();
+    let doc = world
+        .registry
+        .provider_download(&widget(), &v1(), &linux, &origin)
+        .await
+        .unwrap();
     let json = serde_json::to_value(&doc).unwrap();
     assert_eq!(json["protocols"], serde_json::json!(["5.0"]));
     assert_eq!(json["os"], "linux");
@@ -165,22 +203,37 @@ async fn the_download_answer_has_every_field_terraform_needs() {
         ("shasums_signature_url", format!("{SUMS}.sig")),
     ] {
         let url = json[field].as_str().unwrap();
-        assert!(url.starts_with(&format!("{base}{file}?expires=")), "{field}: {url}");
+        assert!(
+            url.starts_with(&format!("{base}{file}?expires=")),
+            "{field}: {url}"
+        );
     }
     let key = &json["signing_keys"]["gpg_public_keys"][0];
     let release = gpg::parse_public_key(&fixture("release.asc"), SystemTime::now()).unwrap();
     assert_eq!(key["key_id"], release.key_id);
-    assert!(key["ascii_armor"].as_str().unwrap().starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
+    assert!(key["ascii_armor"]
+        .as_str()
+        .unwrap()
+        .starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
 
     let windows = Platform::parse("windows", "amd64").unwrap();
-    let err = world.registry.provider_download(&widget(), &v1(), &windows, &origin).await.unwrap_err();
-    assert_eq!(err.to_string(), "provider acme/widget 1.0.0 has no package for windows_amd64");
+    let err = world
+        .registry
+        .provider_download(&widget(), &v1(), &windows, &origin)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "provider acme/widget 1.0.0 has no package for windows_amd64"
+    );
 }
 
 #[tokio::test]
 async fn a_zip_that_does_not_match_is_not_offered_until_it_is_fixed() {
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.sig"), "release.asc").await;
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
     // A broken zip is reported as such,
     let mut broken = fixture(LINUX);
     let last = broken.len() - 1;
@@ -188,11 +241,20 @@ async fn a_zip_that_does_not_match_is_not_offered_until_it_is_fixed() {
     world.put(&format!("{DIR}/{LINUX}"), broken).await;
     assert_eq!(world.served().await, ["1.0.0: darwin_arm64"]);
     let problems = world.registry.problems().await.unwrap();
-    assert!(problems.iter().any(|p| p.key.ends_with(LINUX) && p.problem.contains("not a valid zip")), "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.key.ends_with(LINUX) && p.problem.contains("not a valid zip")),
+        "{problems:?}"
+    );
     // a valid zip with other content does not match its SHA256SUMS line,
     world.put(&format!("{DIR}/{LINUX}"), fixture(DARWIN)).await;
     assert_eq!(world.served().await, ["1.0.0: darwin_arm64"]);
-    assert!(world.problems().await.contains("does not match SHA256SUMS"), "{}", world.problems().await);
+    assert!(
+        world.problems().await.contains("does not match SHA256SUMS"),
+        "{}",
+        world.problems().await
+    );
     // and the right file, when it comes, is judged again.
     world.put(&format!("{DIR}/{LINUX}"), fixture(LINUX)).await;
     assert_eq!(world.served().await, [BOTH]);
@@ -202,16 +264,27 @@ async fn a_zip_that_does_not_match_is_not_offered_until_it_is_fixed() {
 async fn unsigned_or_foreign_signed_releases_are_never_served() {
     // No signature at all.
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.sig"), "release.asc").await;
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
     world.delete(&format!("{DIR}/{SUMS}.sig")).await;
     assert!(world.served().await.is_empty());
-    assert!(world.problems().await.contains(".sig has not been published"));
+    assert!(world
+        .problems()
+        .await
+        .contains(".sig has not been published"));
 
     // Signed by a key that is not under keys/acme/ ...
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.other.sig"), "release.asc").await;
+    world
+        .publish_release(&format!("{SUMS}.other.sig"), "release.asc")
+        .await;
     assert!(world.served().await.is_empty());
-    assert!(world.problems().await.contains("does not verify"), "{}", world.problems().await);
+    assert!(
+        world.problems().await.contains("does not verify"),
+        "{}",
+        world.problems().await
+    );
     // ... until the publisher trusts it: the key's arrival re-verifies the release,
     world.put("keys/acme/other.asc", fixture("other.asc")).await;
     assert_eq!(world.served().await, [BOTH]);
@@ -221,8 +294,12 @@ async fn unsigned_or_foreign_signed_releases_are_never_served() {
 
     // A key of another namespace does not count.
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.sig"), "other.asc").await;
-    world.put("keys/globex/release.asc", fixture("release.asc")).await;
+    world
+        .publish_release(&format!("{SUMS}.sig"), "other.asc")
+        .await;
+    world
+        .put("keys/globex/release.asc", fixture("release.asc"))
+        .await;
     assert!(world.served().await.is_empty());
 }
 
@@ -236,55 +313,123 @@ async fn eddsa_and_expired_keys_are_refused_at_publish() {
         world.publish_release(&sig, key).await;
         assert!(world.served().await.is_empty(), "{key}");
         let problems = world.registry.problems().await.unwrap();
-        let problem = problems.iter().find(|p| p.key == format!("keys/acme/{key}")).unwrap();
+        let problem = problems
+            .iter()
+            .find(|p| p.key == format!("keys/acme/{key}"))
+            .unwrap();
         assert!(problem.problem.contains(reason), "{problem:?}");
     }
     // A certify-only key whose signing subkey signed.
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.subkey.sig"), "subkey.asc").await;
+    world
+        .publish_release(&format!("{SUMS}.subkey.sig"), "subkey.asc")
+        .await;
     assert_eq!(world.served().await, [BOTH]);
 }
 
 #[tokio::test]
 async fn manifests_set_the_protocols_and_old_protocols_are_refused() {
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.sig"), "release.asc").await;
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
     let manifest = format!("{DIR}/terraform-provider-widget_1.0.0_manifest.json");
-    world.put(&manifest, br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#.to_vec()).await;
+    world
+        .put(
+            &manifest,
+            br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#.to_vec(),
+        )
+        .await;
     let doc = world.registry.provider_versions(&widget()).await.unwrap();
     assert_eq!(doc.versions[0].protocols, ["6.0"]);
 
-    world.put(&manifest, br#"{"version":1,"metadata":{"protocol_versions":["4.0"]}}"#.to_vec()).await;
+    world
+        .put(
+            &manifest,
+            br#"{"version":1,"metadata":{"protocol_versions":["4.0"]}}"#.to_vec(),
+        )
+        .await;
     assert!(world.served().await.is_empty());
     world.delete(&manifest).await;
-    assert_eq!(world.registry.provider_versions(&widget()).await.unwrap().versions[0].protocols, ["5.0"]);
+    assert_eq!(
+        world
+            .registry
+            .provider_versions(&widget())
+            .await
+            .unwrap()
+            .versions[0]
+            .protocols,
+        ["5.0"]
+    );
 }
 
 #[tokio::test]
 async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     let world = World::new();
-    world.publish_release(&format!("{SUMS}.sig"), "release.asc").await;
-    let mirrored = "mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
+    let mirrored =
+        "mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
     world.put(mirrored, fixture(LINUX)).await;
-    world.put("mirror/registry.terraform.io/hashicorp/null/index.json", b"{}".to_vec()).await;
+    world
+        .put(
+            "mirror/registry.terraform.io/hashicorp/null/index.json",
+            b"{}".to_vec(),
+        )
+        .await;
     let origin = Origin::https("127.0.0.1:8443").unwrap();
     let host = |h: &str| Hostname::parse(h).unwrap();
     let null = ProviderAddress::parse("hashicorp", "null").unwrap();
 
-    let index = world.registry.mirror_index(&host("registry.terraform.io"), &null).await.unwrap();
-    assert_eq!(serde_json::to_value(&index).unwrap(), serde_json::json!({"versions": {"3.2.1": {}}}));
+    let index = world
+        .registry
+        .mirror_index(&host("registry.terraform.io"), &null)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&index).unwrap(),
+        serde_json::json!({"versions": {"3.2.1": {}}})
+    );
     let version = Version::parse("3.2.1").unwrap();
-    let doc = world.registry.mirror_version(&host("registry.terraform.io"), &null, &version, &origin).await.unwrap();
+    let doc = world
+        .registry
+        .mirror_version(&host("registry.terraform.io"), &null, &version, &origin)
+        .await
+        .unwrap();
     let archive = &doc.archives["linux_amd64"];
-    assert!(archive.url.starts_with("https://127.0.0.1:8443/v1/artifacts/mirror/"), "{}", archive.url);
+    assert!(
+        archive
+            .url
+            .starts_with("https://127.0.0.1:8443/v1/artifacts/mirror/"),
+        "{}",
+        archive.url
+    );
     assert_eq!(archive.hashes.len(), 2);
     assert!(archive.hashes[0].starts_with("h1:") && archive.hashes[1].starts_with("zh:"));
 
     // The registry's own providers appear under its hostname, with the same hashes.
-    let own = world.registry.mirror_version(&host("registry.example.test"), &widget(), &v1(), &origin).await.unwrap();
-    assert_eq!(own.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
-    assert_eq!(own.archives["linux_amd64"].hashes, archive.hashes, "same zip, same hashes");
+    let own = world
+        .registry
+        .mirror_version(&host("registry.example.test"), &widget(), &v1(), &origin)
+        .await
+        .unwrap();
+    assert_eq!(
+        own.archives.keys().collect::<Vec<_>>(),
+        ["darwin_arm64", "linux_amd64"]
+    );
+    assert_eq!(
+        own.archives["linux_amd64"].hashes, archive.hashes,
+        "same zip, same hashes"
+    );
     // Not under any other hostname.
-    let err = world.registry.mirror_index(&host("other.example.test"), &widget()).await.unwrap_err();
-    assert_eq!(err.to_string(), "the mirror has no provider other.example.test/acme/widget");
+    let err = world
+        .registry
+        .mirror_index(&host("other.example.test"), &widget())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the mirror has no provider other.example.test/acme/widget"
+    );
 }

@@ -1,0 +1,166 @@
+//! `tfreg status`: what a data directory publishes, and why anything in it is not served.
+//! It indexes the directory itself with the server's own rules, so it needs no running
+//! server and always agrees with what one would serve.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::memory::MemoryMetadataStore;
+use tfreg_core::signing::UrlSigner;
+use tfreg_core::{ArtifactStore, Hostname, Indexer, Origin, Registry};
+use tfreg_local::FsArtifactStore;
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The data directory, laid out like the registry's S3 bucket.
+    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
+    data: PathBuf,
+}
+
+pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
+    let data = args
+        .data
+        .canonicalize()
+        .with_context(|| format!("cannot open the data directory {}", args.data.display()))?;
+    // Status hands out no URLs: a throwaway secret will do.
+    let signer = Arc::new(UrlSigner::new(
+        UrlSigner::generate_secret().to_vec(),
+        Duration::from_secs(60),
+    ));
+    let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
+    let metadata = Arc::new(MemoryMetadataStore::new());
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
+
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("indexing {pos}/{len} files {wide_bar} {elapsed}")
+            .expect("a valid template"),
+    );
+    let summary = indexer
+        .reindex_all(|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
+        .await?;
+    bar.finish_and_clear();
+
+    let registry = Registry::new(metadata, artifacts.clone());
+    let keys = artifacts.list().await?;
+    print!("{}", report(&registry, &keys).await?);
+    if summary.failed > 0 {
+        anyhow::bail!(
+            "{} files could not be read; see the log above",
+            summary.failed
+        );
+    }
+    Ok(())
+}
+
+/// The status report, as text.
+async fn report(registry: &Registry, keys: &[String]) -> anyhow::Result<String> {
+    let mut modules = BTreeSet::new();
+    let mut providers = BTreeSet::new();
+    let mut mirrored = BTreeSet::new();
+    for key in keys {
+        match classify(key) {
+            Classified::Artifact(Artifact::ModuleArchive { address, .. }) => {
+                modules.insert(address);
+            }
+            Classified::Artifact(
+                Artifact::ProviderPackage { provider, .. }
+                | Artifact::ProviderReleaseFile { provider, .. },
+            ) => {
+                providers.insert(provider);
+            }
+            Classified::Artifact(Artifact::MirrorPackage {
+                hostname, provider, ..
+            }) => {
+                mirrored.insert((hostname, provider));
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    writeln!(out, "Modules:")?;
+    if modules.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for address in &modules {
+        let versions = match registry.module_versions(address).await {
+            Ok(doc) => doc.modules[0]
+                .versions
+                .iter()
+                .map(|v| v.version.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            Err(_) => "(no valid versions)".into(),
+        };
+        writeln!(out, "  {address}: {versions}")?;
+    }
+
+    writeln!(out, "\nProviders:")?;
+    if providers.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for provider in &providers {
+        writeln!(out, "  {provider}")?;
+        for release in registry.provider_report(provider).await? {
+            let version = release.version.to_string();
+            if release.is_served() {
+                let signer = release.signed_by.as_deref().unwrap_or("?");
+                writeln!(out, "    {version:<12} served, signed by key {signer}")?;
+            } else {
+                writeln!(out, "    {version:<12} NOT SERVED")?;
+            }
+            for problem in &release.problems {
+                writeln!(out, "    {:<12}   {problem}", "")?;
+            }
+            for (platform, verdict) in &release.platforms {
+                match verdict {
+                    Ok(()) => writeln!(out, "    {:<12}   {platform}: ok", "")?,
+                    Err(why) => writeln!(out, "    {:<12}   {platform}: not offered: {why}", "")?,
+                }
+            }
+        }
+    }
+
+    writeln!(out, "\nMirror:")?;
+    if mirrored.is_empty() {
+        writeln!(out, "  (nothing uploaded under mirror/)")?;
+    }
+    // URLs are not printed; any origin will do for listing.
+    let origin = Origin::https("localhost").expect("a valid origin");
+    for (hostname, provider) in &mirrored {
+        let index = registry.mirror_index(hostname, provider).await;
+        let Ok(index) = index else { continue };
+        for version in index.versions.keys() {
+            let version = tfreg_core::Version::parse(version)?;
+            let doc = registry
+                .mirror_version(hostname, provider, &version, &origin)
+                .await?;
+            let platforms: Vec<&str> = doc.archives.keys().map(String::as_str).collect();
+            writeln!(
+                out,
+                "  {}/{provider} {version}: {}",
+                Hostname::as_str(hostname),
+                platforms.join(" ")
+            )?;
+        }
+    }
+
+    writeln!(out, "\nProblems (files that are never served):")?;
+    let problems = registry.problems().await?;
+    if problems.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for problem in problems {
+        writeln!(out, "  {}\n    {}", problem.key, problem.problem)?;
+    }
+    Ok(out)
+}
