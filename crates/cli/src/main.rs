@@ -25,6 +25,12 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
     Status(status::StatusArgs),
+    /// Print the `h1:` and `zh:` hashes of provider packages, as lock files record them.
+    Hash {
+        /// Provider package zips.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Status(args) => status::run(args).await,
+            Command::Hash { files } => hash(files),
         }
     });
     match result {
@@ -57,6 +64,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `tfreg hash FILE...`: one line per file, `h1:...  zh:...  FILE`.
+fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
+    use anyhow::Context;
+    for file in files {
+        let hashes = tfreg_core::hash::hash_zip_file(&file)
+            .with_context(|| format!("cannot hash {}", file.display()))?;
+        println!("{}  {}  {}", hashes.h1, hashes.zh(), file.display());
+    }
+    Ok(())
 }
 
 /// Logs go to stderr; `RUST_LOG` sets the verbosity.
