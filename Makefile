@@ -42,5 +42,6 @@ build:
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "cargo is missing: install Rust from https://rustup.rs"; exit 1; }
 	@command -v terraform >/dev/null || { echo "terraform is missing: the end-to-end tests drive the real CLI. Install Terraform 1.5+ (https://developer.hashicorp.com/terraform/install)"; exit 1; }
+	@command -v gpg >/dev/null || { echo "gpg is missing: the provider tests sign releases with it. Install GnuPG (apt-get install gnupg)"; exit 1; }
 	@$(CARGO) fmt --version >/dev/null 2>&1 || { echo "rustfmt is missing: rustup component add rustfmt"; exit 1; }
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { echo "clippy is missing: rustup component add clippy"; exit 1; }
