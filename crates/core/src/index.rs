@@ -88,10 +88,7 @@ impl Indexer {
                         size: meta.size,
                     })
                 });
-                let id = RecordId {
-                    partition: partition::module(address),
-                    sort: format!("{version}/{key}"),
-                };
+                let id = RecordId::module_archive(address, version, key);
                 self.put_or_delete(id, record).await?;
                 None
             }
@@ -187,10 +184,7 @@ impl Indexer {
     }
 
     async fn set_problem(&self, key: &str, problem: Option<String>) -> Result<(), StoreError> {
-        let id = RecordId {
-            partition: partition::PROBLEMS.to_owned(),
-            sort: key.to_owned(),
-        };
+        let id = RecordId::problem(key);
         let record = problem.map(|problem| {
             Record::Problem(ProblemRecord {
                 key: key.to_owned(),
@@ -235,13 +229,7 @@ impl Indexer {
         version: &Version,
         platform: &crate::names::Platform,
     ) -> Result<Option<String>, StoreError> {
-        let id = RecordId {
-            partition: match mirror_hostname {
-                Some(host) => partition::mirror(host, provider),
-                None => partition::provider(provider),
-            },
-            sort: format!("package/{version}/{key}"),
-        };
+        let id = RecordId::package(mirror_hostname, provider, version, key);
         let Some(meta) = self.artifacts.head(key).await? else {
             self.metadata.delete(&id).await?;
             return Ok(None);
@@ -313,10 +301,7 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<Option<String>, StoreError> {
-        let id = RecordId {
-            partition: partition::provider(provider),
-            sort: format!("sums/{version}/{key}"),
-        };
+        let id = RecordId::sums(provider, version, key);
         let (record, problem) = match self
             .read_small(key, release::MAX_RELEASE_FILE_BYTES)
             .await?
@@ -347,10 +332,7 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<Option<String>, StoreError> {
-        let id = RecordId {
-            partition: partition::provider(provider),
-            sort: format!("manifest/{version}/{key}"),
-        };
+        let id = RecordId::manifest(provider, version, key);
         let protocols = match self
             .read_small(key, release::MAX_RELEASE_FILE_BYTES)
             .await?
@@ -376,10 +358,7 @@ impl Indexer {
         key: &str,
         namespace: &Namespace,
     ) -> Result<Option<String>, StoreError> {
-        let id = RecordId {
-            partition: partition::keys(namespace),
-            sort: key.to_owned(),
-        };
+        let id = RecordId::signing_key(namespace, key);
         let (record, problem) = match self.read_small(key, gpg::MAX_KEY_BYTES).await? {
             Small::Missing => (None, None),
             Small::Unreadable(reason) => (None, Some(reason)),
@@ -424,10 +403,7 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<Option<String>, StoreError> {
-        let id = RecordId {
-            partition: partition::provider(provider),
-            sort: format!("signature/{version}/{sig_key}"),
-        };
+        let id = RecordId::signature(provider, version, sig_key);
         let (signature, sig_meta) = match self.read_small(sig_key, gpg::MAX_KEY_BYTES).await? {
             Small::Missing => return self.metadata.delete(&id).await.map(|_| None),
             Small::Unreadable(reason) => {

@@ -255,39 +255,73 @@ pub mod partition {
     }
 }
 
+impl RecordId {
+    fn new(partition: String, sort: String) -> Self {
+        Self { partition, sort }
+    }
+
+    pub fn module_archive(address: &ModuleAddress, version: &Version, key: &str) -> Self {
+        Self::new(partition::module(address), format!("{version}/{key}"))
+    }
+
+    pub fn package(
+        mirror_hostname: Option<&Hostname>,
+        provider: &ProviderAddress,
+        version: &Version,
+        key: &str,
+    ) -> Self {
+        let partition = match mirror_hostname {
+            Some(host) => partition::mirror(host, provider),
+            None => partition::provider(provider),
+        };
+        Self::new(partition, format!("package/{version}/{key}"))
+    }
+
+    /// A release file's record: `kind` is `sums`, `signature` or `manifest`.
+    fn release_file(kind: &str, provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::new(
+            partition::provider(provider),
+            format!("{kind}/{version}/{key}"),
+        )
+    }
+
+    pub fn sums(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::release_file("sums", provider, version, key)
+    }
+
+    pub fn signature(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::release_file("signature", provider, version, key)
+    }
+
+    pub fn manifest(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::release_file("manifest", provider, version, key)
+    }
+
+    pub fn signing_key(namespace: &Namespace, key: &str) -> Self {
+        Self::new(partition::keys(namespace), key.to_owned())
+    }
+
+    pub fn problem(key: &str) -> Self {
+        Self::new(partition::PROBLEMS.to_owned(), key.to_owned())
+    }
+}
+
 impl Record {
     pub fn id(&self) -> RecordId {
-        let (partition, sort) = match self {
-            Record::ModuleArchive(a) => (
-                partition::module(&a.address),
-                format!("{}/{}", a.version, a.key),
-            ),
-            Record::Package(p) => (
-                match &p.mirror_hostname {
-                    Some(host) => partition::mirror(host, &p.provider),
-                    None => partition::provider(&p.provider),
-                },
-                format!("package/{}/{}", p.version, p.key),
-            ),
-            Record::Sums(r) => (
-                partition::provider(&r.provider),
-                format!("sums/{}/{}", r.version, r.key),
-            ),
-            Record::Signature(r) => (
-                partition::provider(&r.provider),
-                format!("signature/{}/{}", r.version, r.key),
-            ),
-            Record::Manifest(r) => (
-                partition::provider(&r.provider),
-                format!("manifest/{}/{}", r.version, r.key),
-            ),
-            Record::Key(k) => (partition::keys(&k.namespace), k.key.clone()),
-            Record::Problem(p) => (partition::PROBLEMS.to_owned(), p.key.clone()),
-            Record::NamespaceProvider(p) => {
-                (partition::namespace(&p.namespace), p.type_.to_string())
+        match self {
+            Record::ModuleArchive(a) => RecordId::module_archive(&a.address, &a.version, &a.key),
+            Record::Package(p) => {
+                RecordId::package(p.mirror_hostname.as_ref(), &p.provider, &p.version, &p.key)
             }
-        };
-        RecordId { partition, sort }
+            Record::Sums(r) => RecordId::sums(&r.provider, &r.version, &r.key),
+            Record::Signature(r) => RecordId::signature(&r.provider, &r.version, &r.key),
+            Record::Manifest(r) => RecordId::manifest(&r.provider, &r.version, &r.key),
+            Record::Key(k) => RecordId::signing_key(&k.namespace, &k.key),
+            Record::Problem(p) => RecordId::problem(&p.key),
+            Record::NamespaceProvider(p) => {
+                RecordId::new(partition::namespace(&p.namespace), p.type_.to_string())
+            }
+        }
     }
 }
 
