@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `tfreg serve` on a free port, driven by the real `terraform`.
 //! One test binary; one module per feature.
 
+mod access;
 mod modules;
 mod providers;
 mod serve;

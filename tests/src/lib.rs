@@ -85,9 +85,16 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `tfreg serve --data DATA --listen 127.0.0.1:0 EXTRA...` and waits until it
-    /// prints its address.
+    /// Starts a public `tfreg serve --data DATA --listen 127.0.0.1:0 --public EXTRA...` and
+    /// waits until it prints its address.
     pub fn start(data: &Path, extra: &[&str]) -> Server {
+        let mut args = vec!["--public"];
+        args.extend_from_slice(extra);
+        Server::start_private(data, &args)
+    }
+
+    /// Starts `tfreg serve` requiring tokens (unless EXTRA says `--public`).
+    pub fn start_private(data: &Path, extra: &[&str]) -> Server {
         let log_dir = TempDir::new().unwrap();
         let log = log_dir.path().join("tfreg.log");
         let mut child = Command::new(tfreg_bin())
@@ -179,6 +186,14 @@ impl Server {
     /// An HTTPS client that trusts `cert`.
     pub fn client(&self) -> reqwest::blocking::Client {
         client_trusting(&self.cert)
+    }
+
+    /// `tfreg token create --data DATA ARGS...`: returns the token (the last line).
+    pub fn create_token(&self, args: &[&str]) -> String {
+        let mut all = vec!["token", "create", "--data", self.data.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = tfreg(&all);
+        out.lines().last().expect("a token line").trim().to_owned()
     }
 
     /// GETs a path on the server; returns status and body.

@@ -3,6 +3,7 @@
 
 mod serve;
 mod status;
+mod token;
 
 use std::process::ExitCode;
 
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// Serve the registry over HTTPS from a data directory.
     Serve(serve::ServeArgs),
+    /// Create, list and revoke access tokens.
+    Token(token::TokenArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
     Status(status::StatusArgs),
     /// Print the `h1:` and `zh:` hashes of provider packages, as lock files record them.
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Status(args) => status::run(args).await,
+            Command::Token(args) => token::run(args).await,
             Command::Hash { files } => hash(files),
         }
     });

@@ -11,9 +11,10 @@ use axum_server::tls_rustls::RustlsConfig;
 use clap::Args;
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::tokens::TokenStore;
 use tfreg_core::{Hostname, Indexer, Registry};
 use tfreg_http::AppState;
-use tfreg_local::{DataDirWatcher, FsArtifactStore, StateDir, WatchOptions};
+use tfreg_local::{DataDirWatcher, FileTokenStore, FsArtifactStore, StateDir, WatchOptions};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -38,8 +39,8 @@ pub struct ServeArgs {
     #[arg(long, env = "TFREG_TLS_KEY", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
 
-    /// Answer requests without a token. (Access control is not built yet: until it is,
-    /// the registry answers everyone, with or without this flag.)
+    /// Answer every request without a token. Without this flag, every endpoint but
+    /// discovery requires a token from `tfreg token create`.
     #[arg(long, env = "TFREG_PUBLIC")]
     public: bool,
 
@@ -105,7 +106,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let _watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
 
     let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
-    let app = tfreg_http::router(AppState::new(registry, Some(signer)));
+    let tokens: Option<Arc<dyn TokenStore>> = if args.public {
+        None
+    } else {
+        Some(Arc::new(FileTokenStore::new(state_dir.path())))
+    };
+    let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
 
     print_banner(&Banner {
         addr: local_addr,
@@ -195,8 +201,13 @@ fn print_banner(b: &Banner<'_>) {
     };
     out.push_str(&format!("  certificate:    {cert}{cert_note}\n"));
     out.push_str(&format!("  hostname:       {}\n", b.hostname));
-    if !b.public {
-        out.push_str("  access:         open to everyone (access control is not built yet)\n");
+    if b.public {
+        out.push_str("  access:         public: every request is answered, without a token\n");
+    } else {
+        out.push_str(&format!(
+            "  access:         a token is required; create one with\n                  tfreg token create --data {}\n",
+            b.data.display()
+        ));
     }
     if b.self_signed {
         out.push_str(&format!(
@@ -212,8 +223,20 @@ fn print_banner(b: &Banner<'_>) {
         "\nTerraform CLI configuration (~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n\
          # tfreg:cli-config:begin\n\
          host \"{host}\" {{\n  services = {{\n    \"modules.v1\"   = \"{url}/v1/modules/\"\n    \"providers.v1\" = \"{url}/v1/providers/\"\n  }}\n}}\n\
+         {credentials}\
          # tfreg:cli-config:end\n",
-        host = b.hostname
+        host = b.hostname,
+        credentials = if b.public {
+            String::new()
+        } else {
+            format!(
+                "# With a token from `tfreg token create` (the mirror needs the host with its port):\n\
+                 # credentials \"{host}\" {{ token = \"<token>\" }}\n\
+                 # credentials \"{addr}\" {{ token = \"<token>\" }}\n",
+                host = b.hostname,
+                addr = b.addr
+            )
+        }
     ));
     print!("{out}");
     use std::io::Write;

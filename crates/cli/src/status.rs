@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tfreg_core::layout::{classify, Artifact, Classified};
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::tokens::Access;
 use tfreg_core::{ArtifactStore, Hostname, Indexer, Origin, Registry};
 use tfreg_local::FsArtifactStore;
 
@@ -92,7 +93,7 @@ async fn report(registry: &Registry, keys: &[String]) -> anyhow::Result<String> 
         writeln!(out, "  (none)")?;
     }
     for address in &modules {
-        let versions = match registry.module_versions(address).await {
+        let versions = match registry.module_versions(&Access::All, address).await {
             Ok(doc) => doc.modules[0]
                 .versions
                 .iter()
@@ -137,12 +138,14 @@ async fn report(registry: &Registry, keys: &[String]) -> anyhow::Result<String> 
     // URLs are not printed; any origin will do for listing.
     let origin = Origin::https("localhost").expect("a valid origin");
     for (hostname, provider) in &mirrored {
-        let index = registry.mirror_index(hostname, provider).await;
+        let index = registry
+            .mirror_index(&Access::All, hostname, provider)
+            .await;
         let Ok(index) = index else { continue };
         for version in index.versions.keys() {
             let version = tfreg_core::Version::parse(version)?;
             let doc = registry
-                .mirror_version(hostname, provider, &version, &origin)
+                .mirror_version(&Access::All, hostname, provider, &version, &origin)
                 .await?;
             let platforms: Vec<&str> = doc.archives.keys().map(String::as_str).collect();
             writeln!(

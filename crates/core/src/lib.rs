@@ -23,6 +23,7 @@ pub mod registry;
 pub mod release;
 pub mod signing;
 pub mod store;
+pub mod tokens;
 pub mod version;
 
 pub use index::{IndexOutcome, Indexer};

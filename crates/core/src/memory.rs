@@ -11,6 +11,7 @@ use crate::signing::UrlSigner;
 use crate::store::{
     ArtifactStore, MetadataStore, ObjectBody, ObjectMeta, Origin, Record, RecordId, StoreError,
 };
+use crate::tokens::{TokenRecord, TokenStore};
 
 /// Records by partition, then sort key.
 #[derive(Debug, Default)]
@@ -65,6 +66,41 @@ impl MetadataStore for MemoryMetadataStore {
             .get(partition)
             .map(|records| records.values().cloned().collect())
             .unwrap_or_default())
+    }
+}
+
+/// Tokens held in memory, for tests.
+#[derive(Debug, Default)]
+pub struct MemoryTokenStore(RwLock<BTreeMap<String, TokenRecord>>);
+
+#[async_trait]
+impl TokenStore for MemoryTokenStore {
+    async fn get(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
+        Ok(self.0.read().map_err(|_| poisoned())?.get(id).cloned())
+    }
+
+    async fn put(&self, record: TokenRecord) -> Result<(), StoreError> {
+        let mut tokens = self.0.write().map_err(|_| poisoned())?;
+        tokens.insert(record.id.clone(), record);
+        Ok(())
+    }
+
+    async fn list(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        Ok(self
+            .0
+            .read()
+            .map_err(|_| poisoned())?
+            .values()
+            .cloned()
+            .collect())
+    }
+
+    async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError> {
+        let mut tokens = self.0.write().map_err(|_| poisoned())?;
+        if let Some(record) = tokens.get_mut(id) {
+            record.last_used_at = Some(crate::tokens::unix(at));
+        }
+        Ok(())
     }
 }
 
@@ -143,6 +179,7 @@ mod tests {
     use crate::index::{IndexOutcome, Indexer};
     use crate::names::ModuleAddress;
     use crate::registry::{Registry, RegistryError};
+    use crate::tokens::Access;
     use crate::version::Version;
 
     struct World {
@@ -168,7 +205,7 @@ mod tests {
     }
 
     async fn versions(w: &World, a: &str) -> Vec<String> {
-        match w.registry.module_versions(&addr(a)).await {
+        match w.registry.module_versions(&Access::All, &addr(a)).await {
             Ok(v) => v.modules[0]
                 .versions
                 .iter()
@@ -224,7 +261,7 @@ mod tests {
         }
         let url = w
             .registry
-            .module_download_url(&addr("a/b/c"), &v, &origin)
+            .module_download_url(&Access::All, &addr("a/b/c"), &v, &origin)
             .await
             .unwrap();
         assert!(url.contains("/1.0.0.tar.gz?"), "{url}");
@@ -235,7 +272,7 @@ mod tests {
             .unwrap();
         let url = w
             .registry
-            .module_download_url(&addr("a/b/c"), &v, &origin)
+            .module_download_url(&Access::All, &addr("a/b/c"), &v, &origin)
             .await
             .unwrap();
         assert!(
@@ -272,13 +309,13 @@ mod tests {
         let missing = Version::parse("9.9.9").unwrap();
         let err = w
             .registry
-            .module_archive(&addr("a/b/c"), &missing)
+            .module_archive(&Access::All, &addr("a/b/c"), &missing)
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "module a/b/c has no version 9.9.9");
         let err = w
             .registry
-            .module_versions(&addr("a/b/d"))
+            .module_versions(&Access::All, &addr("a/b/d"))
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "module a/b/d is not published here");

@@ -116,6 +116,13 @@ macro_rules! name_type {
                 Self::parse(s)
             }
         }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                Self::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
     };
 }
 

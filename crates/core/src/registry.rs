@@ -16,6 +16,7 @@ use crate::store::{
     partition, ArtifactStore, MetadataStore, ModuleArchive, Origin, PackageRecord, ProblemRecord,
     Record, StoreError,
 };
+use crate::tokens::Access;
 use crate::version::Version;
 
 #[derive(Debug, thiserror::Error)]
@@ -76,8 +77,12 @@ impl Registry {
     /// applies the user's constraints and its own pre-release rules).
     pub async fn module_versions(
         &self,
+        access: &Access,
         address: &ModuleAddress,
     ) -> Result<ModuleVersions, RegistryError> {
+        if !access.allows(&address.namespace) {
+            return Err(module_not_found(address));
+        }
         let mut versions: Vec<Version> = self
             .module_archives(address)
             .await?
@@ -103,9 +108,13 @@ impl Registry {
     /// formats, the choice is deterministic: `.tar.gz`, then `.tgz`, then `.zip`.
     pub async fn module_archive(
         &self,
+        access: &Access,
         address: &ModuleAddress,
         version: &Version,
     ) -> Result<ModuleArchive, RegistryError> {
+        if !access.allows(&address.namespace) {
+            return Err(module_not_found(address));
+        }
         let archives = self.module_archives(address).await?;
         if archives.is_empty() {
             return Err(module_not_found(address));
@@ -122,11 +131,12 @@ impl Registry {
     /// The URL Terraform downloads a module version from (`X-Terraform-Get`).
     pub async fn module_download_url(
         &self,
+        access: &Access,
         address: &ModuleAddress,
         version: &Version,
         origin: &Origin,
     ) -> Result<String, RegistryError> {
-        let archive = self.module_archive(address, version).await?;
+        let archive = self.module_archive(access, address, version).await?;
         Ok(self.artifacts.download_url(&archive.key, origin).await?)
     }
 
@@ -147,10 +157,16 @@ impl Registry {
         Ok(evaluate(&records, &keys, SystemTime::now()))
     }
 
+    /// The served releases a request may see: none outside its token's namespaces, exactly
+    /// as if the provider did not exist.
     async fn served_releases(
         &self,
+        access: &Access,
         provider: &ProviderAddress,
     ) -> Result<Vec<ServedRelease>, StoreError> {
+        if !access.allows(&provider.namespace) {
+            return Ok(vec![]);
+        }
         Ok(self
             .provider_releases(provider)
             .await?
@@ -189,9 +205,10 @@ impl Registry {
     /// The provider registry protocol's version list: served versions only.
     pub async fn provider_versions(
         &self,
+        access: &Access,
         provider: &ProviderAddress,
     ) -> Result<ProviderVersions, RegistryError> {
-        let releases = self.served_releases(provider).await?;
+        let releases = self.served_releases(access, provider).await?;
         if releases.is_empty() {
             return Err(provider_not_found(provider));
         }
@@ -217,12 +234,13 @@ impl Registry {
     /// The provider registry protocol's download answer for one platform.
     pub async fn provider_download(
         &self,
+        access: &Access,
         provider: &ProviderAddress,
         version: &Version,
         platform: &Platform,
         origin: &Origin,
     ) -> Result<ProviderDownload, RegistryError> {
-        let releases = self.served_releases(provider).await?;
+        let releases = self.served_releases(access, provider).await?;
         if releases.is_empty() {
             return Err(provider_not_found(provider));
         }
@@ -266,9 +284,13 @@ impl Registry {
     /// providers (which win over uploads of the same version and platform).
     async fn mirror_packages(
         &self,
+        access: &Access,
         hostname: &Hostname,
         provider: &ProviderAddress,
     ) -> Result<BTreeMap<Version, BTreeMap<Platform, PackageRecord>>, StoreError> {
+        if !access.allows(&provider.namespace) {
+            return Ok(BTreeMap::new());
+        }
         let mut packages: BTreeMap<Version, BTreeMap<Platform, PackageRecord>> = BTreeMap::new();
         let mut uploaded: Vec<PackageRecord> = self
             .metadata
@@ -289,7 +311,7 @@ impl Registry {
                 .insert(package.platform.clone(), package);
         }
         if self.hostname.as_ref() == Some(hostname) {
-            for release in self.served_releases(provider).await? {
+            for release in self.served_releases(access, provider).await? {
                 packages
                     .entry(release.version)
                     .or_default()
@@ -302,10 +324,11 @@ impl Registry {
     /// The network mirror protocol's version list.
     pub async fn mirror_index(
         &self,
+        access: &Access,
         hostname: &Hostname,
         provider: &ProviderAddress,
     ) -> Result<MirrorIndex, RegistryError> {
-        let packages = self.mirror_packages(hostname, provider).await?;
+        let packages = self.mirror_packages(access, hostname, provider).await?;
         if packages.is_empty() {
             return Err(mirror_not_found(hostname, provider));
         }
@@ -320,12 +343,13 @@ impl Registry {
     /// The network mirror protocol's packages of one version, with `h1:` and `zh:` hashes.
     pub async fn mirror_version(
         &self,
+        access: &Access,
         hostname: &Hostname,
         provider: &ProviderAddress,
         version: &Version,
         origin: &Origin,
     ) -> Result<MirrorVersion, RegistryError> {
-        let mut packages = self.mirror_packages(hostname, provider).await?;
+        let mut packages = self.mirror_packages(access, hostname, provider).await?;
         if packages.is_empty() {
             return Err(mirror_not_found(hostname, provider));
         }

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use tfreg_core::gpg;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore};
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::tokens::Access;
 use tfreg_core::{
     Hostname, Indexer, Origin, Platform, ProviderAddress, Registry, RegistryError, Version,
 };
@@ -54,7 +55,11 @@ impl World {
 
     /// Served versions with their platforms: `["1.0.0: darwin_arm64 linux_amd64"]`.
     async fn served(&self) -> Vec<String> {
-        match self.registry.provider_versions(&widget()).await {
+        match self
+            .registry
+            .provider_versions(&Access::All, &widget())
+            .await
+        {
             Ok(doc) => doc
                 .versions
                 .iter()
@@ -185,7 +190,7 @@ async fn the_download_answer_has_every_field_terraform_needs() {
     let linux = Platform::parse("linux", "amd64").unwrap();
     let doc = world
         .registry
-        .provider_download(&widget(), &v1(), &linux, &origin)
+        .provider_download(&Access::All, &widget(), &v1(), &linux, &origin)
         .await
         .unwrap();
     let json = serde_json::to_value(&doc).unwrap();
@@ -219,7 +224,7 @@ async fn the_download_answer_has_every_field_terraform_needs() {
     let windows = Platform::parse("windows", "amd64").unwrap();
     let err = world
         .registry
-        .provider_download(&widget(), &v1(), &windows, &origin)
+        .provider_download(&Access::All, &widget(), &v1(), &windows, &origin)
         .await
         .unwrap_err();
     assert_eq!(
@@ -340,7 +345,11 @@ async fn manifests_set_the_protocols_and_old_protocols_are_refused() {
             br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#.to_vec(),
         )
         .await;
-    let doc = world.registry.provider_versions(&widget()).await.unwrap();
+    let doc = world
+        .registry
+        .provider_versions(&Access::All, &widget())
+        .await
+        .unwrap();
     assert_eq!(doc.versions[0].protocols, ["6.0"]);
 
     world
@@ -354,7 +363,7 @@ async fn manifests_set_the_protocols_and_old_protocols_are_refused() {
     assert_eq!(
         world
             .registry
-            .provider_versions(&widget())
+            .provider_versions(&Access::All, &widget())
             .await
             .unwrap()
             .versions[0]
@@ -384,7 +393,7 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
 
     let index = world
         .registry
-        .mirror_index(&host("registry.terraform.io"), &null)
+        .mirror_index(&Access::All, &host("registry.terraform.io"), &null)
         .await
         .unwrap();
     assert_eq!(
@@ -394,7 +403,13 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     let version = Version::parse("3.2.1").unwrap();
     let doc = world
         .registry
-        .mirror_version(&host("registry.terraform.io"), &null, &version, &origin)
+        .mirror_version(
+            &Access::All,
+            &host("registry.terraform.io"),
+            &null,
+            &version,
+            &origin,
+        )
         .await
         .unwrap();
     let archive = &doc.archives["linux_amd64"];
@@ -411,7 +426,13 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     // The registry's own providers appear under its hostname, with the same hashes.
     let own = world
         .registry
-        .mirror_version(&host("registry.example.test"), &widget(), &v1(), &origin)
+        .mirror_version(
+            &Access::All,
+            &host("registry.example.test"),
+            &widget(),
+            &v1(),
+            &origin,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -425,7 +446,7 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     // Not under any other hostname.
     let err = world
         .registry
-        .mirror_index(&host("other.example.test"), &widget())
+        .mirror_index(&Access::All, &host("other.example.test"), &widget())
         .await
         .unwrap_err();
     assert_eq!(

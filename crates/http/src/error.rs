@@ -16,6 +16,8 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Forbidden(String),
+    #[error(transparent)]
+    Unauthorized(#[from] tfreg_core::tokens::AuthError),
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("internal error")]
@@ -28,6 +30,7 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -56,7 +59,18 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        error_response(status, message)
+        let mut response = error_response(status, message);
+        if let ApiError::Unauthorized(e) = &self {
+            let challenge = match e {
+                tfreg_core::tokens::AuthError::Missing => r#"Bearer realm="tfreg""#,
+                _ => r#"Bearer realm="tfreg", error="invalid_token""#,
+            };
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static(challenge),
+            );
+        }
+        response
     }
 }
 

@@ -14,6 +14,7 @@ use axum::routing::get;
 use axum::Router;
 use tfreg_core::protocol::Discovery;
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::tokens::TokenStore;
 use tfreg_core::Registry;
 
 pub use error::ApiError;
@@ -25,14 +26,22 @@ pub struct AppState {
     /// Set when the artifact store's download URLs point back at this server (the local
     /// shape); `None` when downloads go elsewhere (S3 presigned URLs).
     pub signer: Option<Arc<UrlSigner>>,
+    /// Where tokens are checked; `None` for a public registry, which answers everyone.
+    pub tokens: Option<Arc<dyn TokenStore>>,
     pub discovery: Discovery,
 }
 
 impl AppState {
-    pub fn new(registry: Registry, signer: Option<Arc<UrlSigner>>) -> Self {
+    /// A registry that requires tokens from `tokens`, or a public one when it is `None`.
+    pub fn new(
+        registry: Registry,
+        signer: Option<Arc<UrlSigner>>,
+        tokens: Option<Arc<dyn TokenStore>>,
+    ) -> Self {
         Self {
             registry,
             signer,
+            tokens,
             discovery: Discovery::default(),
         }
     }

@@ -1,11 +1,13 @@
 //! Cross-cutting request handling: the access log and the access-control slot.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use tfreg_core::tokens::{authenticate, Access};
 
+use crate::error::ApiError;
 use crate::AppState;
 
 /// Logs one line per request: method, path, status, latency. Only the path: query strings
@@ -25,9 +27,29 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     response
 }
 
-/// Decides whether the request may read the registry. Every protocol route except discovery
-/// and the self-authorising downloads passes through here. Until tokens exist (see the access
-/// control issue), the registry answers everyone.
-pub async fn authorize(State(_state): State<AppState>, request: Request, next: Next) -> Response {
+/// Decides what the request may read, and records it as an [`Access`] extension for the
+/// handlers. Every protocol route except discovery and the self-authorising downloads passes
+/// through here. A public registry lets everyone read everything; otherwise a valid bearer
+/// token is required (401 with `WWW-Authenticate` when it is missing or not valid).
+pub async fn authorize(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let access = match &state.tokens {
+        None => Access::All,
+        Some(tokens) => {
+            let header = request
+                .headers()
+                .get(axum::http::header::AUTHORIZATION)
+                .map(|h| h.to_str().unwrap_or(""));
+            match authenticate(tokens.as_ref(), header, SystemTime::now()).await {
+                Ok(Ok(access)) => access,
+                Ok(Err(refused)) => return ApiError::Unauthorized(refused).into_response(),
+                Err(e) => return ApiError::from(e).into_response(),
+            }
+        }
+    };
+    request.extensions_mut().insert(access);
     next.run(request).await
 }

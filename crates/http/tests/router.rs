@@ -7,8 +7,10 @@ use std::time::{Duration, SystemTime};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
-use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore};
+use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::tokens::{self, TokenStore};
+use tfreg_core::Namespace;
 use tfreg_core::{Indexer, Origin, Registry};
 use tfreg_http::{router, AppState};
 use tower::ServiceExt;
@@ -18,10 +20,16 @@ const HOST: &str = "registry.example.test:8443";
 struct Given {
     app: Router,
     signer: Arc<UrlSigner>,
+    tokens: Arc<MemoryTokenStore>,
 }
 
-/// A registry holding `files` (key, content), indexed.
+/// A public registry holding `files` (key, content), indexed.
 async fn given(files: &[(&str, &[u8])]) -> Given {
+    given_with(files, false).await
+}
+
+/// A registry holding `files`, indexed, that requires tokens when `private`.
+async fn given_with(files: &[(&str, &[u8])], private: bool) -> Given {
     let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
     let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
     let metadata = Arc::new(MemoryMetadataStore::new());
@@ -32,10 +40,27 @@ async fn given(files: &[(&str, &[u8])]) -> Given {
         .reindex_all(|_, _| {})
         .await
         .unwrap();
-    let registry = Registry::new(metadata, artifacts);
+    let registry = Registry::new(metadata, artifacts)
+        .with_hostname(tfreg_core::Hostname::parse(HOST).unwrap());
+    let tokens = Arc::new(MemoryTokenStore::default());
+    let token_store: Option<Arc<dyn TokenStore>> = private.then(|| tokens.clone() as _);
     Given {
-        app: router(AppState::new(registry, Some(signer.clone()))),
+        app: router(AppState::new(registry, Some(signer.clone()), token_store)),
         signer,
+        tokens,
+    }
+}
+
+impl Given {
+    /// A new token reading `namespaces` (all when empty), valid for `lifetime`.
+    async fn token(&self, namespaces: &[&str], lifetime: Option<Duration>) -> (String, String) {
+        let namespaces = namespaces
+            .iter()
+            .map(|n| Namespace::parse(n).unwrap())
+            .collect();
+        let new = tokens::generate(namespaces, String::new(), lifetime, SystemTime::now());
+        self.tokens.put(new.record.clone()).await.unwrap();
+        (new.token, new.record.id)
     }
 }
 
@@ -66,13 +91,22 @@ impl Reply {
 }
 
 async fn send(app: &Router, method: Method, uri: &str) -> Reply {
-    let request = Request::builder()
+    send_with(app, method, uri, None).await
+}
+
+async fn send_with(app: &Router, method: Method, uri: &str, authorization: Option<&str>) -> Reply {
+    let mut request = Request::builder()
         .method(method)
         .uri(uri)
-        .header(header::HOST, HOST)
-        .body(Body::empty())
-        .unwrap();
-    send_request(app, request).await
+        .header(header::HOST, HOST);
+    if let Some(value) = authorization {
+        request = request.header(header::AUTHORIZATION, value);
+    }
+    send_request(app, request.body(Body::empty()).unwrap()).await
+}
+
+async fn get_as(app: &Router, uri: &str, token: &str) -> Reply {
+    send_with(app, Method::GET, uri, Some(&format!("Bearer {token}"))).await
 }
 
 async fn send_request(app: &Router, request: Request<Body>) -> Reply {
@@ -345,6 +379,134 @@ async fn malformed_requests_get_4xx_json() {
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{host:?}");
         assert_eq!(reply.error(), "missing or malformed Host header");
     }
+}
+
+fn core_fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../core/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+const PROTECTED: &[&str] = &[
+    "/v1/modules/acme/network/aws/versions",
+    "/v1/modules/acme/network/aws/1.0.0/download",
+    "/v1/providers/acme/widget/versions",
+    "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+    "/v1/mirror/registry.terraform.io/acme/thing/index.json",
+    "/v1/mirror/registry.terraform.io/acme/thing/1.0.0.json",
+];
+
+#[tokio::test]
+async fn every_protocol_endpoint_but_discovery_refuses_requests_without_a_valid_token() {
+    let g = given_with(NETWORK, true).await;
+    let (good, _) = g.token(&[], None).await;
+    let (expiring, _) = g.token(&[], Some(Duration::from_secs(1))).await;
+    let (revoked, revoked_id) = g.token(&[], None).await;
+    let mut record = g.tokens.get(&revoked_id).await.unwrap().unwrap();
+    record.revoked_at = Some(tokens::unix(SystemTime::now()));
+    g.tokens.put(record).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+
+    let unknown = "tfreg_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned();
+    let wrong_secret = format!("{}_{}", good.rsplit_once('_').unwrap().0, "A".repeat(43));
+    let refusals: Vec<(Option<String>, &str)> = vec![
+        (None, "requires a token"),
+        (
+            Some("Basic YWxhZGRpbjpvcGVu".into()),
+            "must be `Bearer <token>`",
+        ),
+        (Some("Bearer".into()), "must be `Bearer <token>`"),
+        (Some("Bearer not-a-token".into()), "not valid"),
+        (Some(format!("Bearer {unknown}")), "not valid"),
+        (Some(format!("Bearer {wrong_secret}")), "not valid"),
+        (Some(format!("Bearer {revoked}")), "revoked"),
+        (Some(format!("Bearer {expiring}")), "expired"),
+    ];
+    for uri in PROTECTED {
+        for (authorization, message) in &refusals {
+            let reply = send_with(&g.app, Method::GET, uri, authorization.as_deref()).await;
+            assert_eq!(
+                reply.status,
+                StatusCode::UNAUTHORIZED,
+                "{uri} {authorization:?}"
+            );
+            let challenge = reply.headers[header::WWW_AUTHENTICATE].to_str().unwrap();
+            assert!(
+                challenge.starts_with("Bearer realm=\"tfreg\""),
+                "{challenge}"
+            );
+            assert!(
+                reply.error().contains(message),
+                "{uri} {authorization:?}: {}",
+                reply.error()
+            );
+        }
+        let reply = get_as(&g.app, uri, &good).await;
+        assert_ne!(reply.status, StatusCode::UNAUTHORIZED, "{uri}");
+    }
+    // Discovery needs no token; downloads carry their own authorisation.
+    assert_eq!(
+        get(&g.app, "/.well-known/terraform.json").await.status,
+        StatusCode::OK
+    );
+    let reply = get_as(&g.app, "/v1/modules/acme/network/aws/1.0.0/download", &good).await;
+    let url = reply.headers["x-terraform-get"].to_str().unwrap();
+    assert_eq!(
+        get(&g.app, path_and_query(url)).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn out_of_scope_looks_exactly_like_absent() {
+    let zip = core_fixture("terraform-provider-widget_1.0.0_linux_amd64.zip");
+    let secret_files: Vec<(&str, &[u8])> = vec![
+        ("modules/acme/network/aws/1.0.0.tar.gz", b"acme"),
+        ("modules/globex/secret/aws/1.0.0.tar.gz", b"globex"),
+        ("mirror/registry.terraform.io/globex/thing/terraform-provider-thing_1.0.0_linux_amd64.zip", &zip),
+    ];
+    // Given one registry with globex's files and one without,
+    let with = given_with(&secret_files, true).await;
+    let without = given_with(&secret_files[..1], true).await;
+    let (acme_only, _) = with.token(&["acme"], None).await;
+    let (everything, _) = without.token(&[], None).await;
+
+    // an acme-scoped token reads acme,
+    let reply = get_as(
+        &with.app,
+        "/v1/modules/acme/network/aws/versions",
+        &acme_only,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    // and gets for globex exactly what an all-reading token gets where globex has nothing.
+    for uri in [
+        "/v1/modules/globex/secret/aws/versions",
+        "/v1/modules/globex/secret/aws/1.0.0/download",
+        "/v1/providers/globex/secret/versions",
+        "/v1/mirror/registry.terraform.io/globex/thing/index.json",
+        "/v1/mirror/registry.terraform.io/globex/thing/1.0.0.json",
+    ] {
+        let scoped = get_as(&with.app, uri, &acme_only).await;
+        let absent = get_as(&without.app, uri, &everything).await;
+        assert_eq!(scoped.status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(
+            (scoped.status, &scoped.body),
+            (absent.status, &absent.body),
+            "{uri}"
+        );
+    }
+    // The same token can read them once it is scoped to globex.
+    let (globex, _) = with.token(&["globex", "acme"], None).await;
+    let reply = get_as(
+        &with.app,
+        "/v1/mirror/registry.terraform.io/globex/thing/index.json",
+        &globex,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
 }
 
 proptest::proptest! {

@@ -3,8 +3,10 @@
 
 pub mod fs_store;
 pub mod state;
+pub mod tokens;
 pub mod watcher;
 
 pub use fs_store::FsArtifactStore;
 pub use state::StateDir;
+pub use tokens::FileTokenStore;
 pub use watcher::{DataDirWatcher, WatchOptions};

@@ -2,7 +2,9 @@
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
+use tfreg_core::tokens::Access;
 use tfreg_core::Hostname;
 
 use crate::error::ApiError;
@@ -13,6 +15,7 @@ use crate::AppState;
 /// `GET /v1/mirror/:hostname/:namespace/:type/index.json` and `.../:version.json`
 pub async fn mirror(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((hostname, namespace, type_, file)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
@@ -24,13 +27,16 @@ pub async fn mirror(
         ));
     };
     if stem == "index" {
-        let index = state.registry.mirror_index(&hostname, &provider).await?;
+        let index = state
+            .registry
+            .mirror_index(&access, &hostname, &provider)
+            .await?;
         return Ok(Json(index).into_response());
     }
     let version = version(stem)?;
     let packages = state
         .registry
-        .mirror_version(&hostname, &provider, &version, &origin)
+        .mirror_version(&access, &hostname, &provider, &version, &origin)
         .await?;
     Ok(Json(packages).into_response())
 }

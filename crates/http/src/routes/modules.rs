@@ -3,7 +3,9 @@
 use axum::extract::State;
 use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
+use tfreg_core::tokens::Access;
 use tfreg_core::{ModuleAddress, Version};
 
 use crate::error::ApiError;
@@ -19,16 +21,18 @@ fn address(namespace: &str, name: &str, system: &str) -> Result<ModuleAddress, A
 /// `GET /v1/modules/:namespace/:name/:system/versions`
 pub async fn versions(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     JsonPath((namespace, name, system)): JsonPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let address = address(&namespace, &name, &system)?;
-    let versions = state.registry.module_versions(&address).await?;
+    let versions = state.registry.module_versions(&access, &address).await?;
     Ok(Json(versions).into_response())
 }
 
 /// `GET /v1/modules/:namespace/:name/:system/:version/download`: 204 with `X-Terraform-Get`.
 pub async fn download(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, name, system, version)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
@@ -36,7 +40,7 @@ pub async fn download(
     let version = Version::parse(&version).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let url = state
         .registry
-        .module_download_url(&address, &version, &origin)
+        .module_download_url(&access, &address, &version, &origin)
         .await?;
     let header =
         axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;

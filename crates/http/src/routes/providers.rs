@@ -2,7 +2,9 @@
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
+use tfreg_core::tokens::Access;
 use tfreg_core::{Platform, ProviderAddress, Version};
 
 use crate::error::ApiError;
@@ -20,15 +22,18 @@ pub(crate) fn version(version: &str) -> Result<Version, ApiError> {
 /// `GET /v1/providers/:namespace/:type/versions`
 pub async fn versions(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     JsonPath((namespace, type_)): JsonPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     let provider = provider(&namespace, &type_)?;
-    Ok(Json(state.registry.provider_versions(&provider).await?).into_response())
+    let versions = state.registry.provider_versions(&access, &provider).await?;
+    Ok(Json(versions).into_response())
 }
 
 /// `GET /v1/providers/:namespace/:type/:version/download/:os/:arch`
 pub async fn download(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, type_, version_text, os, arch)): JsonPath<(
         String,
@@ -43,7 +48,7 @@ pub async fn download(
     let platform = Platform::parse(&os, &arch).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let download = state
         .registry
-        .provider_download(&provider, &version, &platform, &origin)
+        .provider_download(&access, &provider, &version, &platform, &origin)
         .await?;
     Ok(Json(download).into_response())
 }

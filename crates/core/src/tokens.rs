@@ -1,0 +1,297 @@
+//! Access tokens: what Terraform sends as `Authorization: Bearer <token>`.
+//!
+//! A token is `tfreg_<id>_<secret>`: a public 64-bit id, to find its record, and a 256-bit
+//! secret from the operating system's secure random source. Only the secret's SHA-256 is
+//! stored (a slow password hash buys nothing for 256 random bits), and it is compared in
+//! constant time. A token reads every namespace, or only those it was created for.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::names::Namespace;
+use crate::store::StoreError;
+
+const PREFIX: &str = "tfreg_";
+
+/// What the registry keeps of a token. Never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Public identifier (16 hex digits), shown by `tfreg token list`.
+    pub id: String,
+    /// SHA-256 of the secret part, hex.
+    pub secret_sha256: String,
+    /// The namespaces it may read; empty: all of them.
+    #[serde(default)]
+    pub namespaces: Vec<Namespace>,
+    #[serde(default)]
+    pub description: String,
+    /// Unix seconds.
+    pub created_at: u64,
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+    #[serde(default)]
+    pub revoked_at: Option<u64>,
+    #[serde(default)]
+    pub last_used_at: Option<u64>,
+}
+
+impl TokenRecord {
+    pub fn is_expired(&self, now: SystemTime) -> bool {
+        self.expires_at.is_some_and(|at| unix(now) >= at)
+    }
+
+    pub fn access(&self) -> Access {
+        if self.namespaces.is_empty() {
+            Access::All
+        } else {
+            Access::Namespaces(self.namespaces.iter().cloned().collect())
+        }
+    }
+}
+
+/// A freshly created token: shown once, then only its record remains.
+#[derive(Debug)]
+pub struct NewToken {
+    pub token: String,
+    pub record: TokenRecord,
+}
+
+/// What a request may read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    All,
+    Namespaces(BTreeSet<Namespace>),
+}
+
+impl Access {
+    pub fn allows(&self, namespace: &Namespace) -> bool {
+        match self {
+            Access::All => true,
+            Access::Namespaces(allowed) => allowed.contains(namespace),
+        }
+    }
+}
+
+/// Why a request was refused. The messages are for the client and reveal nothing about
+/// other tokens: "revoked" and "expired" are only said to someone holding the secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("this registry requires a token: send `Authorization: Bearer <token>` (in Terraform, a `credentials` block for this host)")]
+    Missing,
+    #[error("the Authorization header must be `Bearer <token>`")]
+    Malformed,
+    #[error("the token is not valid for this registry")]
+    Invalid,
+    #[error("the token has been revoked")]
+    Revoked,
+    #[error("the token has expired")]
+    Expired,
+}
+
+/// Where token records live: a file beside the data directory, or the DynamoDB table.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    async fn get(&self, id: &str) -> Result<Option<TokenRecord>, StoreError>;
+    /// Stores a record, replacing the one with the same id.
+    async fn put(&self, record: TokenRecord) -> Result<(), StoreError>;
+    async fn list(&self) -> Result<Vec<TokenRecord>, StoreError>;
+    /// Notes that a token was used. Stores may coarsen this (it is informational).
+    async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError>;
+}
+
+pub fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn secret_hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// Makes a new token.
+pub fn generate(
+    namespaces: Vec<Namespace>,
+    description: String,
+    lifetime: Option<Duration>,
+    now: SystemTime,
+) -> NewToken {
+    let mut id = [0u8; 8];
+    let mut secret = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut id);
+    rand::rngs::OsRng.fill_bytes(&mut secret);
+    let id = hex::encode(id);
+    let secret = URL_SAFE_NO_PAD.encode(secret);
+    let mut namespaces = namespaces;
+    namespaces.sort();
+    namespaces.dedup();
+    NewToken {
+        token: format!("{PREFIX}{id}_{secret}"),
+        record: TokenRecord {
+            id,
+            secret_sha256: secret_hash(&secret),
+            namespaces,
+            description,
+            created_at: unix(now),
+            expires_at: lifetime.map(|l| unix(now).saturating_add(l.as_secs())),
+            revoked_at: None,
+            last_used_at: None,
+        },
+    }
+}
+
+/// Splits `tfreg_<id>_<secret>`.
+fn split(token: &str) -> Option<(&str, &str)> {
+    let (id, secret) = token.strip_prefix(PREFIX)?.split_once('_')?;
+    let id_ok = id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let secret_ok = secret.len() == 43
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    (id_ok && secret_ok).then_some((id, secret))
+}
+
+/// Checks an `Authorization` header value and returns what it may read.
+pub async fn authenticate(
+    store: &dyn TokenStore,
+    authorization: Option<&str>,
+    now: SystemTime,
+) -> Result<Result<Access, AuthError>, StoreError> {
+    let Some(header) = authorization else {
+        return Ok(Err(AuthError::Missing));
+    };
+    let mut parts = header.trim().splitn(2, ' ');
+    let (Some(scheme), Some(token)) = (parts.next(), parts.next()) else {
+        return Ok(Err(AuthError::Malformed));
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Ok(Err(AuthError::Malformed));
+    }
+    let Some((id, secret)) = split(token.trim()) else {
+        return Ok(Err(AuthError::Invalid));
+    };
+    let Some(record) = store.get(id).await? else {
+        return Ok(Err(AuthError::Invalid));
+    };
+    let given = secret_hash(secret);
+    if !bool::from(given.as_bytes().ct_eq(record.secret_sha256.as_bytes())) {
+        return Ok(Err(AuthError::Invalid));
+    }
+    if record.revoked_at.is_some() {
+        return Ok(Err(AuthError::Revoked));
+    }
+    if record.is_expired(now) {
+        return Ok(Err(AuthError::Expired));
+    }
+    store.record_use(id, now).await?;
+    Ok(Ok(record.access()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryTokenStore as Store;
+
+    fn ns(s: &str) -> Namespace {
+        Namespace::parse(s).unwrap()
+    }
+
+    #[tokio::test]
+    async fn tokens_authenticate_until_revoked_or_expired() {
+        let store = Store::default();
+        let now = SystemTime::now();
+        let all = generate(vec![], "ci".into(), None, now);
+        let scoped = generate(
+            vec![ns("acme"), ns("acme")],
+            String::new(),
+            Some(Duration::from_secs(60)),
+            now,
+        );
+        assert!(all.token.starts_with("tfreg_") && all.token.len() == 6 + 16 + 1 + 43);
+        assert!(!all
+            .record
+            .secret_sha256
+            .contains(all.token.rsplit('_').next().unwrap()));
+        assert_eq!(scoped.record.namespaces, [ns("acme")]);
+        store.put(all.record.clone()).await.unwrap();
+        store.put(scoped.record.clone()).await.unwrap();
+
+        let auth = |h: String, at: SystemTime| {
+            let store = &store;
+            async move { authenticate(store, Some(&h), at).await.unwrap() }
+        };
+        assert_eq!(
+            auth(format!("Bearer {}", all.token), now).await,
+            Ok(Access::All)
+        );
+        assert_eq!(
+            auth(format!("bearer  {}", all.token), now).await,
+            Ok(Access::All)
+        );
+        let acme = Access::Namespaces([ns("acme")].into());
+        assert_eq!(
+            auth(format!("Bearer {}", scoped.token), now).await,
+            Ok(acme.clone())
+        );
+        assert!(acme.allows(&ns("acme")) && !acme.allows(&ns("globex")));
+        assert!(store
+            .get(&all.record.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_used_at
+            .is_some());
+
+        let later = now + Duration::from_secs(61);
+        assert_eq!(
+            auth(format!("Bearer {}", scoped.token), later).await,
+            Err(AuthError::Expired)
+        );
+        let mut revoked = all.record.clone();
+        revoked.revoked_at = Some(unix(now));
+        store.put(revoked).await.unwrap();
+        assert_eq!(
+            auth(format!("Bearer {}", all.token), now).await,
+            Err(AuthError::Revoked)
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_headers_are_refused_without_revealing_anything() {
+        let store = Store::default();
+        let now = SystemTime::now();
+        let token = generate(vec![], String::new(), None, now);
+        store.put(token.record.clone()).await.unwrap();
+        assert_eq!(
+            authenticate(&store, None, now).await.unwrap(),
+            Err(AuthError::Missing)
+        );
+        for (header, error) in [
+            ("Bearer", AuthError::Malformed),
+            ("Basic dXNlcjpwYXNz", AuthError::Malformed),
+            ("Bearer nonsense", AuthError::Invalid),
+            (
+                "Bearer tfreg_0000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                AuthError::Invalid,
+            ),
+        ] {
+            assert_eq!(
+                authenticate(&store, Some(header), now).await.unwrap(),
+                Err(error),
+                "{header}"
+            );
+        }
+        // The right id with a wrong secret is just invalid, even for a revoked token.
+        let wrong = format!("Bearer tfreg_{}_{}", token.record.id, "B".repeat(43));
+        assert_eq!(
+            authenticate(&store, Some(&wrong), now).await.unwrap(),
+            Err(AuthError::Invalid)
+        );
+    }
+}
