@@ -1,6 +1,7 @@
 # tfreg's developer entry points. CI runs `make test` (through .ci/run), so these stay true.
 #
 #   make run    build and serve the registry locally over HTTPS (./registry-data)
+#   make token  create an access token for the local registry (printed as the last line)
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
 
@@ -12,12 +13,18 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tfreg/target
 CARGO ?= cargo
 DATA ?= ./registry-data
 LISTEN ?= 127.0.0.1:8443
+# Extra flags for `tfreg serve`, e.g. ARGS=--public or ARGS="--hostname registry.example.test"
+ARGS ?=
 
-.PHONY: run test lint fmt build check-tools
+.PHONY: run token test lint fmt build check-tools
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
-	$(CARGO) run --locked -p tfreg-cli --bin tfreg -- serve --data $(DATA) --listen $(LISTEN)
+	$(CARGO) run --locked -p tfreg-cli --bin tfreg -- serve --data $(DATA) --listen $(LISTEN) $(ARGS)
+
+## Create an access token for $(DATA) (ARGS="--namespace acme --expires 90d" to restrict it)
+token:
+	@$(CARGO) run --quiet --locked -p tfreg-cli --bin tfreg -- token create --data $(DATA) $(ARGS)
 
 ## Every check CI runs
 test: check-tools lint
