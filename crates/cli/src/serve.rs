@@ -229,13 +229,16 @@ fn print_banner(b: &Banner<'_>) {
         credentials = if b.public {
             String::new()
         } else {
-            format!(
-                "# With a token from `tfreg token create` (the mirror needs the host with its port):\n\
-                 # credentials \"{host}\" {{ token = \"<token>\" }}\n\
-                 # credentials \"{addr}\" {{ token = \"<token>\" }}\n",
-                host = b.hostname,
-                addr = b.addr
-            )
+            let mut hosts = vec![b.hostname.to_owned()];
+            let addr = b.addr.to_string();
+            if addr != b.hostname {
+                hosts.push(addr); // the mirror is reached at the address, port included
+            }
+            let mut lines = "# With a token from `tfreg token create`:\n".to_owned();
+            for host in hosts {
+                lines.push_str(&format!("# credentials \"{host}\" {{ token = \"<token>\" }}\n"));
+            }
+            lines
         }
     ));
     print!("{out}");
