@@ -17,7 +17,7 @@ use pgp::types::{KeyDetails, Timestamp, VerifyingKey};
 pub const MAX_KEY_BYTES: u64 = 1 << 20;
 
 /// What the registry keeps of a trusted public key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PublicKeyInfo {
     /// The primary key's 64-bit key ID, uppercase hex, as Terraform shows it.
     pub key_id: String,

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 const BUFFER: usize = 256 * 1024;
 
 /// A package's `zh:` and `h1:` hashes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PackageHashes {
     /// SHA-256 of the zip file, lowercase hex (no prefix): what SHA256SUMS lists.
     pub sha256: String,

@@ -86,6 +86,7 @@ impl Indexer {
                         key: key.to_owned(),
                         format: *format,
                         size: meta.size,
+                        revision: meta.revision,
                     })
                 });
                 let id = RecordId::module_archive(address, version, key);

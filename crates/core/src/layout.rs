@@ -14,7 +14,9 @@ pub const MODULES_PREFIX: &str = "modules/";
 
 /// A module archive's packaging, chosen by its key's suffix. Terraform picks the unpacker from
 /// the suffix of the download URL's path, so the suffix is kept all the way to the URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ArchiveFormat {
     // Declaration order is the preference when one version is published in several formats.
     TarGz,

@@ -166,7 +166,12 @@ impl ArtifactStore for MemoryArtifactStore {
         }))
     }
 
-    async fn download_url(&self, key: &str, origin: &Origin) -> Result<String, StoreError> {
+    async fn download_url(
+        &self,
+        key: &str,
+        _revision: Option<&str>,
+        origin: &Origin,
+    ) -> Result<String, StoreError> {
         Ok(self.signer.url(origin, key, SystemTime::now()))
     }
 }

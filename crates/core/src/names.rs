@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,7 +117,7 @@ macro_rules! name_type {
             }
         }
 
-        impl<'de> serde::Deserialize<'de> for $ty {
+        impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let text = String::deserialize(d)?;
                 Self::parse(&text).map_err(serde::de::Error::custom)
@@ -160,7 +160,7 @@ name_type!(
 
 /// `namespace/type`, the registry-relative address of a provider. Provider namespaces follow
 /// the stricter provider rule (no `_`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ProviderAddress {
     pub namespace: Namespace,
     pub type_: ProviderType,
@@ -187,7 +187,7 @@ impl fmt::Display for ProviderAddress {
 }
 
 /// `os_arch`: the platform a provider package runs on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Platform {
     pub os: PlatformPart,
     pub arch: PlatformPart,
@@ -242,6 +242,13 @@ impl Hostname {
     }
 }
 
+impl<'de> Deserialize<'de> for Hostname {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Hostname {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -249,7 +256,7 @@ impl fmt::Display for Hostname {
 }
 
 /// `namespace/name/system`, the registry-relative address of a module.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ModuleAddress {
     pub namespace: Namespace,
     pub name: ModuleName,

@@ -18,8 +18,9 @@ pub struct ServedRelease {
     pub version: Version,
     pub protocols: Vec<String>,
     pub sums: SumsRecord,
-    /// The `.sig` object.
+    /// The `.sig` object and the revision that verified.
     pub signature_key: String,
+    pub signature_revision: String,
     pub signer: PublicKeyInfo,
     /// Platforms whose zip matches SHA256SUMS.
     pub packages: BTreeMap<Platform, PackageRecord>,
@@ -167,6 +168,7 @@ fn judge(
             protocols,
             sums: sums.clone(),
             signature_key: sig.key.clone(),
+            signature_revision: sig.revision.clone(),
             signer,
             packages,
         }),

@@ -137,7 +137,11 @@ impl Registry {
         origin: &Origin,
     ) -> Result<String, RegistryError> {
         let archive = self.module_archive(access, address, version).await?;
-        Ok(self.artifacts.download_url(&archive.key, origin).await?)
+        let revision = Some(archive.revision.as_str()).filter(|r| !r.is_empty());
+        Ok(self
+            .artifacts
+            .download_url(&archive.key, revision, origin)
+            .await?)
     }
 
     /// Judges every version of a provider: two queries, the provider's records and its
@@ -261,10 +265,18 @@ impl Registry {
             os: platform.os.to_string(),
             arch: platform.arch.to_string(),
             filename: package.filename().to_owned(),
-            download_url: artifacts.download_url(&package.key, origin).await?,
-            shasums_url: artifacts.download_url(&release.sums.key, origin).await?,
+            download_url: artifacts
+                .download_url(&package.key, Some(&package.revision), origin)
+                .await?,
+            shasums_url: artifacts
+                .download_url(&release.sums.key, Some(&release.sums.revision), origin)
+                .await?,
             shasums_signature_url: artifacts
-                .download_url(&release.signature_key, origin)
+                .download_url(
+                    &release.signature_key,
+                    Some(&release.signature_revision),
+                    origin,
+                )
                 .await?,
             shasum: package.hashes.sha256.clone(),
             signing_keys: SigningKeys {
@@ -360,7 +372,10 @@ impl Registry {
         })?;
         let mut archives = BTreeMap::new();
         for (platform, package) in platforms {
-            let url = self.artifacts.download_url(&package.key, origin).await?;
+            let url = self
+                .artifacts
+                .download_url(&package.key, Some(&package.revision), origin)
+                .await?;
             let hashes = vec![package.hashes.h1.clone(), package.hashes.zh()];
             archives.insert(platform.to_string(), MirrorArchive { url, hashes });
         }

@@ -6,6 +6,7 @@ use std::fmt;
 use std::pin::Pin;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use tokio::io::AsyncRead;
 
 use std::collections::BTreeMap;
@@ -102,8 +103,15 @@ pub trait ArtifactStore: Send + Sync {
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError>;
 
     /// An absolute `https://` URL from which a client without credentials can fetch `key` for a
-    /// short time, and whose path ends with the key's own suffix.
-    async fn download_url(&self, key: &str, origin: &Origin) -> Result<String, StoreError>;
+    /// short time, and whose path ends with the key's own suffix. Stores that keep versions
+    /// pin the URL to `revision` (as [`ObjectMeta::revision`] gave it), so what was checked
+    /// at publish is what is downloaded.
+    async fn download_url(
+        &self,
+        key: &str,
+        revision: Option<&str>,
+        origin: &Origin,
+    ) -> Result<String, StoreError>;
 
     /// The object as a local file, when the store keeps it in one: hashing then reads it in
     /// place instead of spooling a copy.
@@ -113,7 +121,7 @@ pub trait ArtifactStore: Send + Sync {
 }
 
 /// One published module archive, as the indexer records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleArchive {
     pub address: ModuleAddress,
     pub version: Version,
@@ -121,13 +129,17 @@ pub struct ModuleArchive {
     pub key: String,
     pub format: ArchiveFormat,
     pub size: u64,
+    /// The object revision that was indexed.
+    #[serde(default)]
+    pub revision: String,
 }
 
 /// A provider package (zip) and its hashes, whether published under `providers/` or
 /// `mirror/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PackageRecord {
     /// `Some` for packages under `mirror/<hostname>/`.
+    #[serde(default)]
     pub mirror_hostname: Option<Hostname>,
     pub provider: ProviderAddress,
     pub version: Version,
@@ -152,7 +164,7 @@ pub fn file_name(key: &str) -> &str {
 }
 
 /// A release's SHA256SUMS, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SumsRecord {
     pub provider: ProviderAddress,
     pub version: Version,
@@ -163,7 +175,7 @@ pub struct SumsRecord {
 }
 
 /// The verdict on a release's SHA256SUMS signature, for one revision of each file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignatureRecord {
     pub provider: ProviderAddress,
     pub version: Version,
@@ -177,7 +189,7 @@ pub struct SignatureRecord {
 }
 
 /// Who signed a release: a key under `keys/<namespace>/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignedBy {
     pub key_id: String,
     /// The key's object (`keys/<namespace>/<name>.asc`) and the revision that verified.
@@ -186,7 +198,7 @@ pub struct SignedBy {
 }
 
 /// A release's `_manifest.json`: the plugin protocol versions it speaks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestRecord {
     pub provider: ProviderAddress,
     pub version: Version,
@@ -195,7 +207,7 @@ pub struct ManifestRecord {
 }
 
 /// A public key trusted to sign a namespace's releases.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyRecord {
     pub namespace: Namespace,
     pub key: String,
@@ -204,7 +216,7 @@ pub struct KeyRecord {
 }
 
 /// A published file that cannot be served, and why: what `tfreg status` shows publishers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemRecord {
     pub key: String,
     pub problem: String,
@@ -212,7 +224,7 @@ pub struct ProblemRecord {
 
 /// Everything the metadata store holds. Each record lives in a partition (read together in
 /// one query) under a sort key unique within it: the shape of a single DynamoDB table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     ModuleArchive(ModuleArchive),
     Package(PackageRecord),

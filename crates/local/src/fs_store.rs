@@ -179,7 +179,13 @@ impl ArtifactStore for FsArtifactStore {
         }))
     }
 
-    async fn download_url(&self, key: &str, origin: &Origin) -> Result<String, StoreError> {
+    /// Files have no versions here: the URL names the current file.
+    async fn download_url(
+        &self,
+        key: &str,
+        _revision: Option<&str>,
+        origin: &Origin,
+    ) -> Result<String, StoreError> {
         Ok(self.signer.url(origin, key, SystemTime::now()))
     }
 
