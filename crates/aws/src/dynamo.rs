@@ -1,0 +1,260 @@
+//! The metadata and token stores on one DynamoDB table (`pk`, `sk` strings; the record as
+//! JSON in `doc`). Every record is its own item, so concurrent indexer invocations writing
+//! different files of one version never overwrite each other; a partition is read with one
+//! `Query`, following `LastEvaluatedKey` past 1 MB. Never a scan.
+
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use tfreg_core::store::{MetadataStore, Record, RecordId};
+use tfreg_core::tokens::{unix, TokenRecord, TokenStore};
+use tfreg_core::StoreError;
+
+const PK: &str = "pk";
+const SK: &str = "sk";
+const DOC: &str = "doc";
+/// Kept outside `doc`, so recording a use can never overwrite a revocation.
+const LAST_USED: &str = "last_used_at";
+const TOKENS_PARTITION: &str = "tokens";
+const LAST_USED_GRANULARITY_SECS: u64 = 60;
+
+type Item = HashMap<String, AttributeValue>;
+
+fn failed(action: &str, table: &str, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::with_source(format!("DynamoDB {action} on table {table} failed"), e)
+}
+
+fn key(partition: &str, sort: &str) -> Item {
+    HashMap::from([
+        (PK.to_owned(), AttributeValue::S(partition.to_owned())),
+        (SK.to_owned(), AttributeValue::S(sort.to_owned())),
+    ])
+}
+
+fn doc_of(item: &Item, table: &str) -> Result<String, StoreError> {
+    match item.get(DOC) {
+        Some(AttributeValue::S(doc)) => Ok(doc.clone()),
+        _ => Err(StoreError::new(format!("an item of table {table} has no `doc`"))),
+    }
+}
+
+/// The pieces both stores share: one table, one partition read at a time.
+#[derive(Clone, Debug)]
+struct Table {
+    client: Client,
+    name: String,
+}
+
+impl Table {
+    async fn put(&self, partition: &str, sort: &str, doc: String, extra: Option<(&str, AttributeValue)>) -> Result<(), StoreError> {
+        let mut item = key(partition, sort);
+        item.insert(DOC.to_owned(), AttributeValue::S(doc));
+        if let Some((name, value)) = extra {
+            item.insert(name.to_owned(), value);
+        }
+        self.client
+            .put_item()
+            .table_name(&self.name)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| failed("PutItem", &self.name, e.into_service_error()))?;
+        Ok(())
+    }
+
+    async fn get(&self, partition: &str, sort: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .set_key(Some(key(partition, sort)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| failed("GetItem", &self.name, e.into_service_error()))?;
+        Ok(out.item)
+    }
+
+    async fn delete(&self, partition: &str, sort: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.name)
+            .set_key(Some(key(partition, sort)))
+            .send()
+            .await
+            .map_err(|e| failed("DeleteItem", &self.name, e.into_service_error()))?;
+        Ok(())
+    }
+
+    /// Every item of a partition, in sort-key order.
+    async fn query(&self, partition: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.name)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| failed("Query", &self.name, e.into_service_error()))?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(next) if !next.is_empty() => start = Some(next),
+                _ => return Ok(items),
+            }
+        }
+    }
+}
+
+/// The metadata store on the table.
+#[derive(Clone, Debug)]
+pub struct DynamoMetadataStore {
+    table: Table,
+}
+
+impl DynamoMetadataStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            table: Table {
+                client,
+                name: table.into(),
+            },
+        }
+    }
+
+    fn decode(&self, item: &Item) -> Result<Record, StoreError> {
+        let doc = doc_of(item, &self.table.name)?;
+        serde_json::from_str(&doc).map_err(|e| {
+            StoreError::with_source(format!("an item of table {} is not a tfreg record", self.table.name), e)
+        })
+    }
+}
+
+#[async_trait]
+impl MetadataStore for DynamoMetadataStore {
+    async fn put(&self, record: Record) -> Result<(), StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let doc = serde_json::to_string(&record)
+            .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
+        self.table.put(&partition, &sort, doc, None).await
+    }
+
+    async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
+        self.table.delete(&id.partition, &id.sort).await
+    }
+
+    async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError> {
+        self.table
+            .get(&id.partition, &id.sort)
+            .await?
+            .map(|item| self.decode(&item))
+            .transpose()
+    }
+
+    async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
+        self.table
+            .query(partition)
+            .await?
+            .iter()
+            .map(|item| self.decode(item))
+            .collect()
+    }
+}
+
+/// The token store on the same table, partition `tokens`.
+#[derive(Clone, Debug)]
+pub struct DynamoTokenStore {
+    table: Table,
+}
+
+impl DynamoTokenStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            table: Table {
+                client,
+                name: table.into(),
+            },
+        }
+    }
+
+    fn decode(&self, item: &Item) -> Result<TokenRecord, StoreError> {
+        let doc = doc_of(item, &self.table.name)?;
+        let mut record: TokenRecord = serde_json::from_str(&doc)
+            .map_err(|e| StoreError::with_source("a token item is corrupt", e))?;
+        if let Some(AttributeValue::N(n)) = item.get(LAST_USED) {
+            record.last_used_at = n.parse().ok().max(record.last_used_at);
+        }
+        Ok(record)
+    }
+}
+
+#[async_trait]
+impl TokenStore for DynamoTokenStore {
+    async fn get(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
+        self.table
+            .get(TOKENS_PARTITION, id)
+            .await?
+            .map(|item| self.decode(&item))
+            .transpose()
+    }
+
+    async fn put(&self, record: TokenRecord) -> Result<(), StoreError> {
+        let doc = serde_json::to_string(&record)
+            .map_err(|e| StoreError::with_source("cannot encode a token", e))?;
+        let last_used = record
+            .last_used_at
+            .map(|t| (LAST_USED, AttributeValue::N(t.to_string())));
+        self.table.put(TOKENS_PARTITION, &record.id, doc, last_used).await
+    }
+
+    async fn list(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        self.table
+            .query(TOKENS_PARTITION)
+            .await?
+            .iter()
+            .map(|item| self.decode(item))
+            .collect()
+    }
+
+    async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError> {
+        let now = unix(at);
+        // One conditional update: only when the stored time is older than the granularity,
+        // so busy tokens cost no writes, and only the `last_used_at` attribute is touched.
+        let result = self
+            .table
+            .client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(key(TOKENS_PARTITION, id)))
+            .update_expression("SET #lu = :now")
+            .condition_expression("attribute_exists(#pk) AND (attribute_not_exists(#lu) OR #lu < :stale)")
+            .expression_attribute_names("#lu", LAST_USED)
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+            .expression_attribute_values(
+                ":stale",
+                AttributeValue::N(now.saturating_sub(LAST_USED_GRANULARITY_SECS).to_string()),
+            )
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let e = e.into_service_error();
+                if e.is_conditional_check_failed_exception() {
+                    Ok(())
+                } else {
+                    Err(failed("UpdateItem", &self.table.name, e))
+                }
+            }
+        }
+    }
+}

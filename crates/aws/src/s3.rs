@@ -1,0 +1,123 @@
+//! The bucket as an [`ArtifactStore`]. Downloads are S3 presigned GET URLs, pinned to the
+//! object version that was indexed when the bucket keeps versions.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::Client;
+use tfreg_core::store::{ObjectBody, ObjectMeta};
+use tfreg_core::{ArtifactStore, Origin, StoreError};
+
+/// Revisions are `v:<version id>` in versioned buckets, else `e:<etag>`.
+const VERSION_PREFIX: &str = "v:";
+
+#[derive(Clone, Debug)]
+pub struct S3ArtifactStore {
+    client: Client,
+    bucket: String,
+    url_ttl: Duration,
+}
+
+impl S3ArtifactStore {
+    pub fn new(client: Client, bucket: impl Into<String>, url_ttl: Duration) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+            url_ttl,
+        }
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    fn failed(&self, action: &str, key: &str, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+        StoreError::with_source(format!("S3 {action} of s3://{}/{key} failed", self.bucket), e)
+    }
+}
+
+fn revision(version_id: Option<&str>, e_tag: Option<&str>) -> String {
+    match (version_id, e_tag) {
+        // "null" is the version id of objects written before versioning was enabled.
+        (Some(v), _) if v != "null" => format!("{VERSION_PREFIX}{v}"),
+        (_, Some(e)) => format!("e:{e}"),
+        _ => String::new(),
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for S3ArtifactStore {
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        match self.client.head_object().bucket(&self.bucket).key(key).send().await {
+            Ok(out) => Ok(Some(ObjectMeta {
+                size: out.content_length.unwrap_or(0).max(0) as u64,
+                revision: revision(out.version_id(), out.e_tag()),
+            })),
+            Err(e) => {
+                let e = e.into_service_error();
+                if e.is_not_found() {
+                    Ok(None)
+                } else {
+                    Err(self.failed("HeadObject", key, e))
+                }
+            }
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<String>, StoreError> {
+        let mut keys = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| self.failed("ListObjectsV2", "", e.into_service_error()))?;
+            keys.extend(page.contents().iter().filter_map(|o| o.key().map(str::to_owned)));
+        }
+        Ok(keys)
+    }
+
+    async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
+        match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+            Ok(out) => Ok(Some(ObjectBody {
+                meta: ObjectMeta {
+                    size: out.content_length.unwrap_or(0).max(0) as u64,
+                    revision: revision(out.version_id(), out.e_tag()),
+                },
+                reader: Box::pin(out.body.into_async_read()),
+            })),
+            Err(e) => {
+                let e = e.into_service_error();
+                if e.is_no_such_key() {
+                    Ok(None)
+                } else {
+                    Err(self.failed("GetObject", key, e))
+                }
+            }
+        }
+    }
+
+    async fn download_url(
+        &self,
+        key: &str,
+        revision: Option<&str>,
+        _origin: &Origin,
+    ) -> Result<String, StoreError> {
+        let config = PresigningConfig::expires_in(self.url_ttl)
+            .map_err(|e| self.failed("presigning", key, e))?;
+        let version = revision.and_then(|r| r.strip_prefix(VERSION_PREFIX));
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .set_version_id(version.map(str::to_owned))
+            .presigned(config)
+            .await
+            .map_err(|e| self.failed("presigning", key, e))?;
+        Ok(request.uri().to_owned())
+    }
+}
