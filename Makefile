@@ -15,8 +15,11 @@ DATA ?= ./registry-data
 LISTEN ?= 127.0.0.1:8443
 # Extra flags for `tfreg serve`, e.g. ARGS=--public or ARGS="--hostname registry.example.test"
 ARGS ?=
+# Python tools of the tests (moto's S3/DynamoDB emulator, cfn-lint, SAM CLI), from PyPI.
+VENV ?= .venv
+PYTHON ?= python3
 
-.PHONY: run token test lint fmt build check-tools
+.PHONY: run token test lint fmt build check-tools venv
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -27,9 +30,17 @@ token:
 	@$(CARGO) run --quiet --locked -p tfreg-cli --bin tfreg -- token create --data $(DATA) $(ARGS)
 
 ## Every check CI runs
-test: check-tools lint
+test: check-tools venv lint
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) test --locked --workspace
+
+## The test virtualenv; reinstalled when tests/requirements.txt changes
+venv: $(VENV)/.installed
+$(VENV)/.installed: tests/requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is missing: install Python 3.9+ (apt-get install python3 python3-venv)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
 
 ## Formatting and lints
 lint:

@@ -2,6 +2,7 @@
 //! One test binary; one module per feature.
 
 mod access;
+mod aws;
 mod modules;
 mod providers;
 mod serve;

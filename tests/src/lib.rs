@@ -557,3 +557,106 @@ pub fn requires_provider(name: &str, source: &str, version: &str) -> String {
         "terraform {{\n  required_providers {{\n    {name} = {{\n      source  = \"{source}\"\n      version = \"{version}\"\n    }}\n  }}\n}}\n"
     )
 }
+
+/// The folder of the workspace (where `.venv` lives).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A program from the test virtualenv (`make venv` installs it).
+pub fn venv_tool(name: &str) -> PathBuf {
+    let path = workspace_root().join(".venv/bin").join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: the AWS tests run against moto's S3 and DynamoDB emulator. Run `make venv` \
+         (which installs tests/requirements.txt into .venv), or `make test`, which does it first.",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A self-signed certificate for `127.0.0.1` and `localhost`, as PEM files in `dir`.
+pub fn test_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let key_pair = rcgen::KeyPair::generate().unwrap();
+    let params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let cert = params.self_signed(&key_pair).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key_pair.serialize_pem()).unwrap();
+    (cert_path, key_path)
+}
+
+/// moto's server, emulating S3 and DynamoDB on a free port; stopped when dropped.
+pub struct Moto {
+    child: Child,
+    pub endpoint: String,
+}
+
+impl Moto {
+    /// Starts moto over plain HTTP.
+    pub fn start() -> Moto {
+        Moto::start_with(None)
+    }
+
+    /// Starts moto over HTTPS with the given certificate and key.
+    pub fn start_tls(cert: &Path, key: &Path) -> Moto {
+        Moto::start_with(Some((cert, key)))
+    }
+
+    fn start_with(tls: Option<(&Path, &Path)>) -> Moto {
+        let port = free_port();
+        let mut command = Command::new(venv_tool("moto_server"));
+        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        let scheme = match tls {
+            Some((cert, key)) => {
+                command.arg("-c").arg(cert).arg("-k").arg(key);
+                "https"
+            }
+            None => "http",
+        };
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server starts");
+        let endpoint = format!("{scheme}://127.0.0.1:{port}");
+        let moto = Moto { child, endpoint };
+        let up = wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "moto_server did not start on port {port}");
+        moto
+    }
+
+    /// The environment that points the AWS SDK (in this process or a child) at moto.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ]
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -5,15 +5,18 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_s3::config::{RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 
-/// The shared SDK configuration from the environment.
-pub async fn sdk_config() -> SdkConfig {
+/// The SDK configuration loader with tfreg's HTTP client, before the environment is read:
+/// callers may override settings (tests point it at an emulator).
+pub fn config_loader() -> aws_config::ConfigLoader {
     let http = aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
-    aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http)
-        .load()
-        .await
+    aws_config::defaults(BehaviorVersion::latest()).http_client(http)
+}
+
+/// The shared SDK configuration from the environment.
+pub async fn sdk_config() -> SdkConfig {
+    config_loader().load().await
 }
 
 /// True when an endpoint override points the SDK at an emulator or a private endpoint.
@@ -29,7 +32,7 @@ pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
         .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
         .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
         // Emulators answer at one host: address buckets by path there.
-        .force_path_style(custom_endpoint("S3"))
+        .force_path_style(custom_endpoint("S3") || config.endpoint_url().is_some())
         .build();
     aws_sdk_s3::Client::from_conf(s3)
 }

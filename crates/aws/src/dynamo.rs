@@ -23,7 +23,11 @@ const LAST_USED_GRANULARITY_SECS: u64 = 60;
 
 type Item = HashMap<String, AttributeValue>;
 
-fn failed(action: &str, table: &str, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+fn failed(
+    action: &str,
+    table: &str,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
     StoreError::with_source(format!("DynamoDB {action} on table {table} failed"), e)
 }
 
@@ -37,7 +41,9 @@ fn key(partition: &str, sort: &str) -> Item {
 fn doc_of(item: &Item, table: &str) -> Result<String, StoreError> {
     match item.get(DOC) {
         Some(AttributeValue::S(doc)) => Ok(doc.clone()),
-        _ => Err(StoreError::new(format!("an item of table {table} has no `doc`"))),
+        _ => Err(StoreError::new(format!(
+            "an item of table {table} has no `doc`"
+        ))),
     }
 }
 
@@ -49,7 +55,13 @@ struct Table {
 }
 
 impl Table {
-    async fn put(&self, partition: &str, sort: &str, doc: String, extra: Option<(&str, AttributeValue)>) -> Result<(), StoreError> {
+    async fn put(
+        &self,
+        partition: &str,
+        sort: &str,
+        doc: String,
+        extra: Option<(&str, AttributeValue)>,
+    ) -> Result<(), StoreError> {
         let mut item = key(partition, sort);
         item.insert(DOC.to_owned(), AttributeValue::S(doc));
         if let Some((name, value)) = extra {
@@ -114,6 +126,40 @@ impl Table {
     }
 }
 
+/// Creates the table as `template.yaml` defines it (for emulators and tests; in AWS the
+/// template creates it), and waits until it is active.
+pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .expect("complete attribute definition")
+    };
+    let key = |name: &str, kind| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .expect("complete key schema")
+    };
+    client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(PK))
+        .attribute_definitions(attribute(SK))
+        .key_schema(key(PK, KeyType::Hash))
+        .key_schema(key(SK, KeyType::Range))
+        .send()
+        .await
+        .map_err(|e| failed("CreateTable", table, e.into_service_error()))?;
+    Ok(())
+}
+
 /// The metadata store on the table.
 #[derive(Clone, Debug)]
 pub struct DynamoMetadataStore {
@@ -133,7 +179,10 @@ impl DynamoMetadataStore {
     fn decode(&self, item: &Item) -> Result<Record, StoreError> {
         let doc = doc_of(item, &self.table.name)?;
         serde_json::from_str(&doc).map_err(|e| {
-            StoreError::with_source(format!("an item of table {} is not a tfreg record", self.table.name), e)
+            StoreError::with_source(
+                format!("an item of table {} is not a tfreg record", self.table.name),
+                e,
+            )
         })
     }
 }
@@ -212,7 +261,9 @@ impl TokenStore for DynamoTokenStore {
         let last_used = record
             .last_used_at
             .map(|t| (LAST_USED, AttributeValue::N(t.to_string())));
-        self.table.put(TOKENS_PARTITION, &record.id, doc, last_used).await
+        self.table
+            .put(TOKENS_PARTITION, &record.id, doc, last_used)
+            .await
     }
 
     async fn list(&self) -> Result<Vec<TokenRecord>, StoreError> {
@@ -235,7 +286,9 @@ impl TokenStore for DynamoTokenStore {
             .table_name(&self.table.name)
             .set_key(Some(key(TOKENS_PARTITION, id)))
             .update_expression("SET #lu = :now")
-            .condition_expression("attribute_exists(#pk) AND (attribute_not_exists(#lu) OR #lu < :stale)")
+            .condition_expression(
+                "attribute_exists(#pk) AND (attribute_not_exists(#lu) OR #lu < :stale)",
+            )
             .expression_attribute_names("#lu", LAST_USED)
             .expression_attribute_names("#pk", PK)
             .expression_attribute_values(":now", AttributeValue::N(now.to_string()))

@@ -6,6 +6,6 @@ pub mod config;
 pub mod dynamo;
 pub mod s3;
 
-pub use config::{dynamodb_client, s3_client, sdk_config};
+pub use config::{config_loader, dynamodb_client, s3_client, sdk_config};
 pub use dynamo::{DynamoMetadataStore, DynamoTokenStore};
 pub use s3::S3ArtifactStore;

@@ -32,8 +32,16 @@ impl S3ArtifactStore {
         &self.bucket
     }
 
-    fn failed(&self, action: &str, key: &str, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-        StoreError::with_source(format!("S3 {action} of s3://{}/{key} failed", self.bucket), e)
+    fn failed(
+        &self,
+        action: &str,
+        key: &str,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::with_source(
+            format!("S3 {action} of s3://{}/{key} failed", self.bucket),
+            e,
+        )
     }
 }
 
@@ -49,7 +57,14 @@ fn revision(version_id: Option<&str>, e_tag: Option<&str>) -> String {
 #[async_trait]
 impl ArtifactStore for S3ArtifactStore {
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        match self.client.head_object().bucket(&self.bucket).key(key).send().await {
+        match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
             Ok(out) => Ok(Some(ObjectMeta {
                 size: out.content_length.unwrap_or(0).max(0) as u64,
                 revision: revision(out.version_id(), out.e_tag()),
@@ -74,14 +89,26 @@ impl ArtifactStore for S3ArtifactStore {
             .into_paginator()
             .send();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| self.failed("ListObjectsV2", "", e.into_service_error()))?;
-            keys.extend(page.contents().iter().filter_map(|o| o.key().map(str::to_owned)));
+            let page =
+                page.map_err(|e| self.failed("ListObjectsV2", "", e.into_service_error()))?;
+            keys.extend(
+                page.contents()
+                    .iter()
+                    .filter_map(|o| o.key().map(str::to_owned)),
+            );
         }
         Ok(keys)
     }
 
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
-        match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
             Ok(out) => Ok(Some(ObjectBody {
                 meta: ObjectMeta {
                     size: out.content_length.unwrap_or(0).max(0) as u64,

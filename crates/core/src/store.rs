@@ -267,8 +267,22 @@ pub mod partition {
     }
 }
 
+/// Sort keys stay under this many bytes (DynamoDB allows 1024); longer ones, from very long
+/// object keys, are shortened with a hash of the whole, so they stay unique and stable.
+const MAX_SORT_KEY: usize = 1000;
+
 impl RecordId {
     fn new(partition: String, sort: String) -> Self {
+        if sort.len() <= MAX_SORT_KEY {
+            return Self { partition, sort };
+        }
+        use sha2::Digest;
+        let digest = hex::encode(sha2::Sha256::digest(sort.as_bytes()));
+        let mut cut = MAX_SORT_KEY - digest.len() - 1;
+        while !sort.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let sort = format!("{}#{digest}", &sort[..cut]);
         Self { partition, sort }
     }
 
@@ -352,4 +366,23 @@ pub trait MetadataStore: Send + Sync {
 
     /// Every record of a partition, in sort-key order.
     async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_sort_keys_are_shortened_uniquely() {
+        let provider = ProviderAddress::parse("acme", "widget").unwrap();
+        let version = Version::parse("1.0.0").unwrap();
+        let long = |c: &str| format!("providers/acme/widget/1.0.0/{}", c.repeat(1000));
+        let a = RecordId::sums(&provider, &version, &long("a"));
+        let b = RecordId::sums(&provider, &version, &long("b"));
+        assert!(a.sort.len() <= 1000 && b.sort.len() <= 1000);
+        assert_ne!(a, b);
+        assert_eq!(a, RecordId::sums(&provider, &version, &long("a")));
+        let short = RecordId::sums(&provider, &version, "k");
+        assert_eq!(short.sort, "sums/1.0.0/k");
+    }
 }

@@ -1,0 +1,283 @@
+//! The AWS adapters against moto's S3 and DynamoDB emulator: what the indexer Lambda and the
+//! API functions do, with the real SDK on the wire.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_config::{Region, SdkConfig};
+use aws_sdk_s3::primitives::ByteStream;
+use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
+use tfreg_core::tokens::{self, Access, TokenStore};
+use tfreg_core::{
+    ArtifactStore, Indexer, ModuleAddress, Origin, ProviderAddress, Registry, Version,
+};
+use tfreg_e2e::Moto;
+
+const BUCKET: &str = "tfreg-artifacts";
+const TABLE: &str = "tfreg";
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../crates/core/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+async fn sdk(moto: &Moto) -> SdkConfig {
+    let credentials =
+        aws_sdk_s3::config::Credentials::new("testing", "testing", None, None, "test");
+    tfreg_aws::config_loader()
+        .endpoint_url(&moto.endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(credentials)
+        .load()
+        .await
+}
+
+struct Aws {
+    s3: aws_sdk_s3::Client,
+    dynamodb: aws_sdk_dynamodb::Client,
+    artifacts: Arc<S3ArtifactStore>,
+    metadata: Arc<DynamoMetadataStore>,
+    tokens: DynamoTokenStore,
+}
+
+/// A versioned bucket and the table, as template.yaml makes them.
+async fn provision(moto: &Moto) -> Aws {
+    let config = sdk(moto).await;
+    let s3 = tfreg_aws::s3_client(&config);
+    let dynamodb = tfreg_aws::dynamodb_client(&config);
+    s3.create_bucket().bucket(BUCKET).send().await.unwrap();
+    s3.put_bucket_versioning()
+        .bucket(BUCKET)
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    tfreg_aws::dynamo::create_table(&dynamodb, TABLE)
+        .await
+        .unwrap();
+    Aws {
+        artifacts: Arc::new(S3ArtifactStore::new(
+            s3.clone(),
+            BUCKET,
+            Duration::from_secs(300),
+        )),
+        metadata: Arc::new(DynamoMetadataStore::new(dynamodb.clone(), TABLE)),
+        tokens: DynamoTokenStore::new(dynamodb.clone(), TABLE),
+        dynamodb,
+        s3,
+    }
+}
+
+impl Aws {
+    async fn upload(&self, key: &str, content: Vec<u8>) {
+        self.s3
+            .put_object()
+            .bucket(BUCKET)
+            .key(key)
+            .body(ByteStream::from(content))
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+async fn fetch(url: &str) -> Vec<u8> {
+    let response = reqwest::get(url).await.unwrap();
+    assert_eq!(response.status(), 200, "{url}");
+    response.bytes().await.unwrap().to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uploads_are_indexed_into_dynamodb_and_served_from_presigned_urls() {
+    let moto = Moto::start();
+    let aws = provision(&moto).await;
+    let indexer = Indexer::new(aws.metadata.clone(), aws.artifacts.clone());
+    let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
+    let origin = Origin::https("registry.example.com").unwrap();
+
+    // Given a module and a signed provider release uploaded to the bucket, each upload
+    // delivering its event to the indexer (twice, as S3 may),
+    let dir = "providers/acme/widget/1.0.0";
+    let files = [
+        (
+            "modules/acme/network/aws/1.0.0.tar.gz".to_owned(),
+            b"module v1".to_vec(),
+        ),
+        (
+            format!("{dir}/terraform-provider-widget_1.0.0_linux_amd64.zip"),
+            fixture("terraform-provider-widget_1.0.0_linux_amd64.zip"),
+        ),
+        (
+            format!("{dir}/terraform-provider-widget_1.0.0_SHA256SUMS"),
+            fixture("terraform-provider-widget_1.0.0_SHA256SUMS"),
+        ),
+        (
+            format!("{dir}/terraform-provider-widget_1.0.0_SHA256SUMS.sig"),
+            fixture("terraform-provider-widget_1.0.0_SHA256SUMS.sig"),
+        ),
+        ("keys/acme/release.asc".to_owned(), fixture("release.asc")),
+    ];
+    for (key, content) in &files {
+        aws.upload(key, content.clone()).await;
+        indexer.index_key(key).await.unwrap();
+        indexer.index_key(key).await.unwrap();
+    }
+
+    // then the registry answers from DynamoDB,
+    let module = ModuleAddress::parse("acme", "network", "aws").unwrap();
+    let versions = registry
+        .module_versions(&Access::All, &module)
+        .await
+        .unwrap();
+    assert_eq!(versions.modules[0].versions.len(), 1);
+    let provider = ProviderAddress::parse("acme", "widget").unwrap();
+    let v1 = Version::parse("1.0.0").unwrap();
+    let linux = tfreg_core::Platform::parse("linux", "amd64").unwrap();
+    let download = registry
+        .provider_download(&Access::All, &provider, &v1, &linux, &origin)
+        .await
+        .unwrap();
+
+    // and the presigned URLs are absolute, end with the file's suffix, carry no checksum
+    // parameters, and fetch the files.
+    for (url, file) in [
+        (&download.download_url, &files[1]),
+        (&download.shasums_url, &files[2]),
+        (&download.shasums_signature_url, &files[3]),
+    ] {
+        let path = url.split('?').next().unwrap();
+        assert!(
+            path.starts_with(&moto.endpoint) && path.ends_with(&file.0),
+            "{url}"
+        );
+        assert!(
+            url.contains("X-Amz-Signature=") && url.contains("versionId="),
+            "{url}"
+        );
+        assert!(!url.to_ascii_lowercase().contains("checksum"), "{url}");
+        assert_eq!(fetch(url).await, file.1);
+    }
+
+    // A module URL is pinned to the version that was indexed: overwriting the object does
+    // not change what an issued URL serves.
+    let url = registry
+        .module_download_url(
+            &Access::All,
+            &module,
+            &Version::parse("1.0.0").unwrap(),
+            &origin,
+        )
+        .await
+        .unwrap();
+    aws.upload(
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        b"module v1, rewritten".to_vec(),
+    )
+    .await;
+    assert_eq!(fetch(&url).await, b"module v1");
+
+    // Deleting a file unpublishes what it carried.
+    aws.s3
+        .delete_object()
+        .bucket(BUCKET)
+        .key(&files[0].0)
+        .send()
+        .await
+        .unwrap();
+    indexer.index_key(&files[0].0).await.unwrap();
+    assert!(registry
+        .module_versions(&Access::All, &module)
+        .await
+        .is_err());
+    assert!(aws.artifacts.head(&files[0].0).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partition_larger_than_one_query_page_is_read_whole() {
+    let moto = Moto::start();
+    let aws = provision(&moto).await;
+    // Long keys make each record over 1 KB, so the partition spans two 1 MB query pages.
+    let long = "x".repeat(900);
+    let count = 1100;
+    let module = ModuleAddress::parse("acme", "big", "aws").unwrap();
+    for i in 0..count {
+        let version = Version::parse(&format!("1.0.{i}")).unwrap();
+        let record = tfreg_core::store::Record::ModuleArchive(tfreg_core::store::ModuleArchive {
+            address: module.clone(),
+            key: format!("modules/acme/big/aws/{version}+{long}.zip"),
+            version,
+            format: tfreg_core::layout::ArchiveFormat::Zip,
+            size: 1,
+            revision: "e:1".into(),
+        });
+        tfreg_core::MetadataStore::put(aws.metadata.as_ref(), record)
+            .await
+            .unwrap();
+    }
+    // One Query cannot return it all (so the store must follow LastEvaluatedKey) ...
+    let first_page = aws
+        .dynamodb
+        .query()
+        .table_name(TABLE)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("module/acme/big/aws".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        first_page.last_evaluated_key.is_some(),
+        "the partition fits one page"
+    );
+    // ... and the registry still sees every version.
+    let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
+    let versions = registry
+        .module_versions(&Access::All, &module)
+        .await
+        .unwrap();
+    assert_eq!(versions.modules[0].versions.len(), count);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_live_in_the_table_and_use_never_undoes_a_revocation() {
+    let moto = Moto::start();
+    let aws = provision(&moto).await;
+    let now = SystemTime::now();
+    let new = tokens::generate(vec![], "ci".into(), None, now);
+    aws.tokens.put(new.record.clone()).await.unwrap();
+    let header = format!("Bearer {}", new.token);
+    let access = tokens::authenticate(&aws.tokens, Some(&header), now)
+        .await
+        .unwrap();
+    assert_eq!(access, Ok(Access::All));
+    assert!(aws
+        .tokens
+        .get(&new.record.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .last_used_at
+        .is_some());
+
+    let mut revoked = aws.tokens.get(&new.record.id).await.unwrap().unwrap();
+    revoked.revoked_at = Some(tokens::unix(now));
+    aws.tokens.put(revoked).await.unwrap();
+    aws.tokens
+        .record_use(&new.record.id, now + Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let access = tokens::authenticate(&aws.tokens, Some(&header), now)
+        .await
+        .unwrap();
+    assert_eq!(access, Err(tokens::AuthError::Revoked));
+    assert_eq!(aws.tokens.list().await.unwrap().len(), 1);
+}
