@@ -281,3 +281,162 @@ async fn tokens_live_in_the_table_and_use_never_undoes_a_revocation() {
     assert_eq!(access, Err(tokens::AuthError::Revoked));
     assert_eq!(aws.tokens.list().await.unwrap().len(), 1);
 }
+
+/// The whole AWS shape but Lambda: `tfreg reindex` and `tfreg serve --table --bucket` over
+/// the emulator (served over TLS), and the real `terraform init` downloading modules and
+/// providers through presigned URLs from the emulator, HEAD then GET.
+#[test]
+fn terraform_installs_through_presigned_urls_from_the_emulator() {
+    use tfreg_e2e::{
+        provider_release, publish, requires_provider, tar_gz, terraform_platform, test_certificate,
+        tfreg_with_env, Gpg, Server, TempDir, Terraform,
+    };
+    let tls = TempDir::new().unwrap();
+    let (cert, key) = test_certificate(tls.path());
+    let moto = Moto::start_tls(&cert, &key);
+    let mut env = moto.env();
+    env.push(("SSL_CERT_FILE", cert.display().to_string()));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+
+    // Given a bucket holding a module and a signed provider release, and its table,
+    let own = terraform_platform();
+    let gpg = Gpg::new();
+    gpg.generate("release@example.test", "rsa2048", "never", None);
+    let staging = TempDir::new().unwrap();
+    publish(
+        staging.path(),
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        &tar_gz(&[("main.tf", "")]),
+    );
+    let files = provider_release("widget", "1.0.0", &[&own]);
+    for (name, content) in &files {
+        publish(
+            staging.path(),
+            &format!("providers/acme/widget/1.0.0/{name}"),
+            content,
+        );
+    }
+    let sums = files.last().unwrap();
+    let sig = gpg.sign("release@example.test", &sums.1, None);
+    publish(
+        staging.path(),
+        &format!("providers/acme/widget/1.0.0/{}.sig", sums.0),
+        &sig,
+    );
+    publish(
+        staging.path(),
+        "keys/acme/release.asc",
+        &gpg.export("release@example.test"),
+    );
+    runtime.block_on(async {
+        let config = tfreg_aws::config_loader()
+            .endpoint_url(&moto.endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .http_client(
+                aws_smithy_http_client::Builder::new()
+                    .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                        aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+                    ))
+                    .tls_context(
+                        aws_smithy_http_client::tls::TlsContext::builder()
+                            .with_trust_store(
+                                aws_smithy_http_client::tls::TrustStore::empty()
+                                    .with_pem_certificate(std::fs::read(&cert).unwrap()),
+                            )
+                            .build()
+                            .unwrap(),
+                    )
+                    .build_https(),
+            )
+            .load()
+            .await;
+        let s3 = tfreg_aws::s3_client(&config);
+        s3.create_bucket().bucket(BUCKET).send().await.unwrap();
+        tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(&config), TABLE)
+            .await
+            .unwrap();
+        for entry in walk(staging.path()) {
+            let key = entry
+                .strip_prefix(staging.path())
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let body = ByteStream::from(std::fs::read(&entry).unwrap());
+            s3.put_object()
+                .bucket(BUCKET)
+                .key(key)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+        }
+    });
+
+    // when it is reindexed and served,
+    let out = tfreg_with_env(&["reindex", "--table", TABLE, "--bucket", BUCKET], &env);
+    assert!(out.contains("5 published, 0 rejected"), "{out}");
+    let token_out = tfreg_with_env(&["token", "create", "--table", TABLE], &env);
+    let token = token_out.lines().last().unwrap().to_owned();
+    let state = TempDir::new().unwrap();
+    let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let server = Server::start_with_env(
+        state.path(),
+        &[
+            "--table",
+            TABLE,
+            "--bucket",
+            BUCKET,
+            "--hostname",
+            "registry.example.test",
+            "--tls-cert",
+            cert_arg,
+            "--tls-key",
+            key_arg,
+        ],
+        &env,
+    );
+
+    // then Terraform installs both, downloading from the emulator.
+    let config = format!(
+        "{}credentials \"registry.example.test\" {{ token = \"{token}\" }}\ncredentials \"{}\" {{ token = \"{token}\" }}\n",
+        server.printed_cli_config(),
+        server.addr
+    );
+    let tf = Terraform::new(&config, &cert);
+    tf.write(
+        "main.tf",
+        &format!(
+            "module \"net\" {{\n  source = \"{}/acme/network/aws\"\n}}\n{}",
+            server.addr,
+            requires_provider("widget", "registry.example.test/acme/widget", "1.0.0")
+        ),
+    );
+    let output = tf.init(&[]);
+    assert!(
+        output.contains("Installed registry.example.test/acme/widget v1.0.0 (self-signed"),
+        "{output}"
+    );
+    assert_eq!(tf.installed_modules()["net"], "1.0.0");
+    let log = server.log();
+    assert!(
+        !log.contains("/v1/artifacts/"),
+        "downloads went through the registry:\n{log}"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

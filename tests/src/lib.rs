@@ -28,8 +28,14 @@ pub fn tfreg_bin() -> PathBuf {
 
 /// Runs `tfreg ARGS...`, asserting success; returns its stdout.
 pub fn tfreg(args: &[&str]) -> String {
+    tfreg_with_env(args, &[])
+}
+
+/// Runs `tfreg ARGS...` with more environment, asserting success; returns its stdout.
+pub fn tfreg_with_env(args: &[&str], env: &[(&str, String)]) -> String {
     let output = Command::new(tfreg_bin())
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .expect("tfreg runs");
     assert!(
@@ -95,6 +101,11 @@ impl Server {
 
     /// Starts `tfreg serve` requiring tokens (unless EXTRA says `--public`).
     pub fn start_private(data: &Path, extra: &[&str]) -> Server {
+        Server::start_with_env(data, extra, &[])
+    }
+
+    /// Starts `tfreg serve --data DATA --listen 127.0.0.1:0 EXTRA...` with more environment.
+    pub fn start_with_env(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
         let log_dir = TempDir::new().unwrap();
         let log = log_dir.path().join("tfreg.log");
         let mut child = Command::new(tfreg_bin())
@@ -102,6 +113,7 @@ impl Server {
             .arg(data)
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -144,7 +156,11 @@ impl Server {
             );
         };
         let addr = url.trim_start_matches("https://").to_owned();
-        let cert = data.join(".tfreg/tls/cert.pem");
+        let cert = extra
+            .iter()
+            .position(|a| *a == "--tls-cert")
+            .map(|i| PathBuf::from(extra[i + 1]))
+            .unwrap_or_else(|| data.join(".tfreg/tls/cert.pem"));
         Server {
             child,
             addr,

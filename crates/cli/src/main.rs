@@ -1,6 +1,7 @@
 //! `tfreg`: the command line. Each subcommand adapts flags and environment to the core and
 //! the adapters; no registry logic lives here.
 
+mod aws;
 mod serve;
 mod status;
 mod token;
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Serve the registry over HTTPS from a data directory.
     Serve(serve::ServeArgs),
+    /// Replay every object of the bucket through the indexer (AWS shape).
+    Reindex(aws::ReindexArgs),
     /// Create, list and revoke access tokens.
     Token(token::TokenArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Status(args) => status::run(args).await,
             Command::Token(args) => token::run(args).await,
+            Command::Reindex(args) => aws::reindex(args).await,
             Command::Hash { files } => hash(files),
         }
     });

@@ -48,6 +48,16 @@ pub struct ServeArgs {
     #[arg(long, env = "TFREG_URL_TTL", default_value = "5m", value_parser = humantime::parse_duration)]
     url_ttl: Duration,
 
+    /// Serve from this DynamoDB table (with --bucket) instead of the data directory, which
+    /// then only holds the TLS certificate. Indexing is the indexer Lambda's job (or
+    /// `tfreg reindex`'s).
+    #[arg(long, env = "TFREG_TABLE", requires = "bucket")]
+    table: Option<String>,
+
+    /// The S3 bucket of the AWS shape (with --table).
+    #[arg(long, env = "TFREG_BUCKET", requires = "table")]
+    bucket: Option<String>,
+
     /// How often the whole data directory is compared with the index, as a safety net for
     /// lost file notifications.
     #[arg(long, env = "TFREG_RESCAN_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
@@ -95,23 +105,38 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         format!("--hostname {hostname:?} is not a hostname Terraform can use in provider addresses")
     })?;
 
-    let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
-    let metadata = Arc::new(MemoryMetadataStore::new());
-    let indexer = Arc::new(Indexer::new(metadata.clone(), artifacts.clone()));
-    tracing::info!(data = %data.display(), "indexing the data directory");
-    let watch = WatchOptions {
-        rescan_interval: args.rescan_interval,
-        ..WatchOptions::default()
+    let (app, _watcher) = match (&args.table, &args.bucket) {
+        (Some(table), Some(bucket)) => {
+            let aws = crate::aws::Aws::connect(table, bucket, args.url_ttl).await;
+            let registry =
+                Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
+            let tokens: Option<Arc<dyn TokenStore>> = (!args.public).then_some(aws.tokens);
+            // Downloads are S3 presigned URLs: nothing for this server to sign.
+            (
+                tfreg_http::router(AppState::new(registry, None, tokens)),
+                None,
+            )
+        }
+        _ => {
+            let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
+            let metadata = Arc::new(MemoryMetadataStore::new());
+            let indexer = Arc::new(Indexer::new(metadata.clone(), artifacts.clone()));
+            tracing::info!(data = %data.display(), "indexing the data directory");
+            let watch = WatchOptions {
+                rescan_interval: args.rescan_interval,
+                ..WatchOptions::default()
+            };
+            let watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
+            let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
+            let tokens: Option<Arc<dyn TokenStore>> = if args.public {
+                None
+            } else {
+                Some(Arc::new(FileTokenStore::new(state_dir.path())))
+            };
+            let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
+            (app, Some(watcher))
+        }
     };
-    let _watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
-
-    let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
-    let tokens: Option<Arc<dyn TokenStore>> = if args.public {
-        None
-    } else {
-        Some(Arc::new(FileTokenStore::new(state_dir.path())))
-    };
-    let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
 
     print_banner(&Banner {
         addr: local_addr,

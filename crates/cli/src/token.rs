@@ -1,6 +1,7 @@
 //! `tfreg token create|list|revoke`: bearer tokens for Terraform.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
@@ -20,6 +21,9 @@ struct Location {
     /// The data directory whose tokens to manage.
     #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
     data: PathBuf,
+    /// Manage the tokens of the AWS shape's DynamoDB table instead.
+    #[arg(long, env = "TFREG_TABLE")]
+    table: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -52,9 +56,12 @@ enum TokenCommand {
     },
 }
 
-fn store(location: &Location) -> anyhow::Result<FileTokenStore> {
+async fn store(location: &Location) -> anyhow::Result<Arc<dyn TokenStore>> {
+    if let Some(table) = &location.table {
+        return Ok(crate::aws::Aws::tokens(table).await);
+    }
     let state = StateDir::open(&location.data)?;
-    Ok(FileTokenStore::new(state.path()))
+    Ok(Arc::new(FileTokenStore::new(state.path())))
 }
 
 fn time(seconds: u64) -> String {
@@ -76,7 +83,7 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             if expires.is_some_and(|e| e.is_zero()) {
                 bail!("--expires must be longer than 0s");
             }
-            let store = store(&location)?;
+            let store = store(&location).await?;
             let new = generate(namespaces, description, expires, SystemTime::now());
             store.put(new.record.clone()).await?;
             let scope = if new.record.namespaces.is_empty() {
@@ -102,12 +109,12 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             println!("{}", new.token);
         }
         TokenCommand::List { location } => {
-            let mut tokens = store(&location)?.list().await?;
+            let mut tokens = store(&location).await?.list().await?;
             tokens.sort_by_key(|t| t.created_at);
             print!("{}", table(&tokens, SystemTime::now()));
         }
         TokenCommand::Revoke { location, id } => {
-            let store = store(&location)?;
+            let store = store(&location).await?;
             let Some(mut record) = store.get(&id).await? else {
                 bail!("no token has the ID {id:?} (see `tfreg token list`)");
             };

@@ -1,0 +1,80 @@
+//! The AWS shape from the command line: the same commands over the DynamoDB table and the S3
+//! bucket, configured by the standard SDK environment.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
+use tfreg_core::tokens::TokenStore;
+use tfreg_core::{ArtifactStore, Indexer, MetadataStore};
+
+/// The adapters over one table and bucket.
+pub struct Aws {
+    pub metadata: Arc<dyn MetadataStore>,
+    pub artifacts: Arc<dyn ArtifactStore>,
+    pub tokens: Arc<dyn TokenStore>,
+}
+
+impl Aws {
+    pub async fn connect(table: &str, bucket: &str, url_ttl: Duration) -> Aws {
+        let config = tfreg_aws::sdk_config().await;
+        let dynamodb = tfreg_aws::dynamodb_client(&config);
+        let s3 = tfreg_aws::s3_client(&config);
+        Aws {
+            metadata: Arc::new(DynamoMetadataStore::new(dynamodb.clone(), table)),
+            artifacts: Arc::new(S3ArtifactStore::new(s3, bucket, url_ttl)),
+            tokens: Arc::new(DynamoTokenStore::new(dynamodb, table)),
+        }
+    }
+
+    /// The token store alone (no bucket needed).
+    pub async fn tokens(table: &str) -> Arc<dyn TokenStore> {
+        let config = tfreg_aws::sdk_config().await;
+        Arc::new(DynamoTokenStore::new(
+            tfreg_aws::dynamodb_client(&config),
+            table,
+        ))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ReindexArgs {
+    /// The registry's DynamoDB table.
+    #[arg(long, env = "TFREG_TABLE")]
+    table: String,
+    /// The registry's S3 bucket.
+    #[arg(long, env = "TFREG_BUCKET")]
+    bucket: String,
+}
+
+/// `tfreg reindex`: every object in the bucket through the indexer, as S3 events would
+/// deliver them. Idempotent: run it after the first deploy onto an existing bucket, or to
+/// rebuild a lost table.
+pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
+    let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300)).await;
+    let indexer = Indexer::new(aws.metadata, aws.artifacts);
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("reindexing {pos}/{len} objects {wide_bar} {elapsed}")
+            .expect("a valid template"),
+    );
+    let summary = indexer
+        .reindex_all(|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
+        .await?;
+    bar.finish_and_clear();
+    println!(
+        "reindexed s3://{}: {} published, {} rejected (see `tfreg status` or the log), {} failed",
+        args.bucket, summary.published, summary.rejected, summary.failed
+    );
+    if summary.failed > 0 {
+        anyhow::bail!(
+            "{} objects could not be indexed; run reindex again",
+            summary.failed
+        );
+    }
+    Ok(())
+}
