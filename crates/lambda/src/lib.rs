@@ -1,0 +1,208 @@
+//! The one bootstrap every tfreg Lambda function runs: configuration from environment
+//! variables (checked at cold start, naming any bad setting), the shared router under
+//! `lambda_http`, or the indexer for S3 event notifications. The function packages only call
+//! [`run_api`] or [`run_indexer`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::s3::S3Event;
+use lambda_runtime::{service_fn, LambdaEvent};
+use tfreg_core::tokens::TokenStore;
+use tfreg_core::{ArtifactStore, Hostname, IndexOutcome, Indexer, MetadataStore, Registry};
+use tfreg_http::AppState;
+
+pub type Error = lambda_runtime::Error;
+
+/// A setting that is missing or wrong, by its environment variable.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {variable}: {problem}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub problem: String,
+}
+
+/// What the functions are configured with (see template.yaml).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `TFREG_TABLE`: the DynamoDB table.
+    pub table: String,
+    /// `TFREG_BUCKET`: the S3 bucket.
+    pub bucket: String,
+    /// `TFREG_PUBLIC` (`true`/`false`, default `false`): answer without tokens.
+    pub public: bool,
+    /// `TFREG_URL_TTL` (default `5m`): how long presigned download URLs stay valid.
+    pub url_ttl: Duration,
+    /// `TFREG_HOSTNAME` (optional): the registry's hostname, under which the mirror serves
+    /// its own providers.
+    pub hostname: Option<Hostname>,
+}
+
+impl Config {
+    /// Reads the configuration through `get` (the process environment in Lambda).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let required = |variable: &'static str| {
+            get(variable)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(ConfigError {
+                    variable,
+                    problem: "is not set".into(),
+                })
+        };
+        let public = match get("TFREG_PUBLIC").as_deref().map(str::trim) {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "TFREG_PUBLIC",
+                    problem: format!("{other:?} is neither true nor false"),
+                })
+            }
+        };
+        let url_ttl = match get("TFREG_URL_TTL") {
+            None => Duration::from_secs(300),
+            Some(text) => humantime::parse_duration(text.trim()).map_err(|e| ConfigError {
+                variable: "TFREG_URL_TTL",
+                problem: format!("{text:?} is not a duration like 5m: {e}"),
+            })?,
+        };
+        if url_ttl < Duration::from_secs(10) || url_ttl > Duration::from_secs(7 * 24 * 3600) {
+            return Err(ConfigError {
+                variable: "TFREG_URL_TTL",
+                problem: "must be between 10s and 7 days (presigned URLs last 7 days at most)"
+                    .into(),
+            });
+        }
+        let hostname = match get("TFREG_HOSTNAME").filter(|h| !h.trim().is_empty()) {
+            None => None,
+            Some(text) => Some(Hostname::parse(text.trim()).map_err(|e| ConfigError {
+                variable: "TFREG_HOSTNAME",
+                problem: e.to_string(),
+            })?),
+        };
+        Ok(Config {
+            table: required("TFREG_TABLE")?,
+            bucket: required("TFREG_BUCKET")?,
+            public,
+            url_ttl,
+            hostname,
+        })
+    }
+
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+}
+
+/// The adapters a function needs.
+pub struct Stores {
+    pub metadata: Arc<dyn MetadataStore>,
+    pub artifacts: Arc<dyn ArtifactStore>,
+    pub tokens: Arc<dyn TokenStore>,
+}
+
+impl Stores {
+    pub async fn connect(config: &Config) -> Stores {
+        let sdk = tfreg_aws::sdk_config().await;
+        let dynamodb = tfreg_aws::dynamodb_client(&sdk);
+        let s3 = tfreg_aws::s3_client(&sdk);
+        Stores {
+            metadata: Arc::new(tfreg_aws::DynamoMetadataStore::new(
+                dynamodb.clone(),
+                &config.table,
+            )),
+            artifacts: Arc::new(tfreg_aws::S3ArtifactStore::new(
+                s3,
+                &config.bucket,
+                config.url_ttl,
+            )),
+            tokens: Arc::new(tfreg_aws::DynamoTokenStore::new(dynamodb, &config.table)),
+        }
+    }
+}
+
+/// The API's state over some stores: presigned downloads, tokens unless public.
+pub fn app_state(config: &Config, stores: Stores) -> AppState {
+    let mut registry = Registry::new(stores.metadata, stores.artifacts);
+    if let Some(hostname) = &config.hostname {
+        registry = registry.with_hostname(hostname.clone());
+    }
+    let tokens = (!config.public).then_some(stores.tokens);
+    AppState::new(registry, None, tokens)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // CloudWatch adds timestamps; colours would be noise there.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .without_time()
+        .init();
+}
+
+/// The entry point of every API function.
+pub async fn run_api() -> Result<(), Error> {
+    init_tracing();
+    let config = Config::from_env()?;
+    let state = app_state(&config, Stores::connect(&config).await);
+    lambda_http::run(tfreg_http::router(state)).await
+}
+
+/// The entry point of the indexer function.
+pub async fn run_indexer() -> Result<(), Error> {
+    init_tracing();
+    let config = Config::from_env()?;
+    let stores = Stores::connect(&config).await;
+    let indexer = Arc::new(Indexer::new(stores.metadata, stores.artifacts));
+    let bucket = config.bucket.clone();
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| {
+        let indexer = Arc::clone(&indexer);
+        let bucket = bucket.clone();
+        async move { handle_s3_event(&indexer, &bucket, event.payload).await }
+    }))
+    .await
+}
+
+/// An S3 object key as event notifications give it: URL-encoded, spaces as `+`.
+pub fn decode_event_key(raw: &str) -> Result<String, Error> {
+    let spaced = raw.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .map(|k| k.into_owned())
+        .map_err(|e| format!("the event's object key {raw:?} is not UTF-8: {e}").into())
+}
+
+/// Indexes every object an S3 event names. The event kind (created or removed) is only a
+/// hint: the indexer reads each key's current state, so duplicate, late or reordered events
+/// are harmless. A failure fails the invocation, so Lambda retries it and, past its retries,
+/// parks the event in the dead-letter queue.
+pub async fn handle_s3_event(
+    indexer: &Indexer,
+    bucket: &str,
+    event: S3Event,
+) -> Result<Vec<String>, Error> {
+    let mut outcomes = Vec::new();
+    for record in event.records {
+        let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
+        if event_bucket != bucket {
+            tracing::warn!(event_bucket, bucket, "ignoring an event for another bucket");
+            continue;
+        }
+        let Some(raw) = record.s3.object.key.as_deref() else {
+            continue;
+        };
+        let key = decode_event_key(raw)?;
+        let kind = record.event_name.as_deref().unwrap_or("unknown");
+        tracing::info!(key, kind, "S3 event");
+        let outcome = indexer.index_key(&key).await?;
+        outcomes.push(match outcome {
+            IndexOutcome::Published(a) => format!("published {a}"),
+            IndexOutcome::Unpublished(a) => format!("unpublished {a}"),
+            IndexOutcome::Rejected { key, reason } => format!("rejected {key}: {reason}"),
+            IndexOutcome::Ignored => format!("ignored {key}"),
+        });
+    }
+    Ok(outcomes)
+}

@@ -1,0 +1,243 @@
+//! The Lambda glue, fed the sample events of `events/`: API Gateway requests through
+//! `lambda_http` into the router, S3 notifications through `aws_lambda_events` into the
+//! indexer. In-memory stores stand in for DynamoDB and S3 (the adapters are tested against
+//! the emulator elsewhere).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::event::s3::S3Event;
+use axum::body::Body;
+use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
+use tfreg_core::signing::UrlSigner;
+use tfreg_core::tokens::{self, TokenStore};
+use tfreg_core::Indexer;
+use tfreg_lambda::{app_state, decode_event_key, handle_s3_event, Config, Stores};
+use tower::ServiceExt;
+
+fn read(path: &str) -> String {
+    let path = format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../core/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn config() -> Config {
+    Config::from_lookup(|name| {
+        match name {
+            "TFREG_TABLE" => Some("tfreg"),
+            "TFREG_BUCKET" => Some("tfreg-artifacts"),
+            "TFREG_HOSTNAME" => Some("registry.example.com"),
+            _ => None,
+        }
+        .map(str::to_owned)
+    })
+    .unwrap()
+}
+
+struct World {
+    artifacts: Arc<MemoryArtifactStore>,
+    metadata: Arc<MemoryMetadataStore>,
+    tokens: Arc<MemoryTokenStore>,
+}
+
+impl World {
+    fn new() -> World {
+        let signer = Arc::new(UrlSigner::new(vec![9; 32], Duration::from_secs(60)));
+        World {
+            artifacts: Arc::new(MemoryArtifactStore::new(signer)),
+            metadata: Arc::new(MemoryMetadataStore::new()),
+            tokens: Arc::new(MemoryTokenStore::default()),
+        }
+    }
+
+    fn stores(&self) -> Stores {
+        Stores {
+            metadata: self.metadata.clone(),
+            artifacts: self.artifacts.clone(),
+            tokens: self.tokens.clone(),
+        }
+    }
+
+    fn indexer(&self) -> Indexer {
+        Indexer::new(self.metadata.clone(), self.artifacts.clone())
+    }
+
+    /// A module and the signed acme/widget release, indexed.
+    async fn published() -> World {
+        let world = World::new();
+        let dir = "providers/acme/widget/1.0.0";
+        let sums = "terraform-provider-widget_1.0.0_SHA256SUMS";
+        let linux = "terraform-provider-widget_1.0.0_linux_amd64.zip";
+        world
+            .artifacts
+            .put("modules/acme/network/aws/1.0.0.tar.gz", b"module".to_vec());
+        world
+            .artifacts
+            .put(&format!("{dir}/{linux}"), fixture(linux));
+        world.artifacts.put(&format!("{dir}/{sums}"), fixture(sums));
+        world.artifacts.put(
+            &format!("{dir}/{sums}.sig"),
+            fixture(&format!("{sums}.sig")),
+        );
+        world
+            .artifacts
+            .put("keys/acme/release.asc", fixture("release.asc"));
+        world.indexer().reindex_all(|_, _| {}).await.unwrap();
+        world
+    }
+}
+
+#[test]
+fn configuration_errors_name_the_setting() {
+    let err = Config::from_lookup(|_| None).unwrap_err();
+    assert_eq!(err.to_string(), "configuration: TFREG_TABLE: is not set");
+    let with = |extra: (&'static str, &'static str)| {
+        Config::from_lookup(move |name| match name {
+            "TFREG_TABLE" => Some("t".into()),
+            "TFREG_BUCKET" => Some("b".into()),
+            n if n == extra.0 => Some(extra.1.into()),
+            _ => None,
+        })
+    };
+    assert!(with(("TFREG_PUBLIC", "yes"))
+        .unwrap_err()
+        .to_string()
+        .contains("TFREG_PUBLIC"));
+    assert!(with(("TFREG_URL_TTL", "soon"))
+        .unwrap_err()
+        .to_string()
+        .contains("TFREG_URL_TTL"));
+    assert!(with(("TFREG_URL_TTL", "30d"))
+        .unwrap_err()
+        .to_string()
+        .contains("7 days"));
+    assert!(with(("TFREG_HOSTNAME", "bad host"))
+        .unwrap_err()
+        .to_string()
+        .contains("TFREG_HOSTNAME"));
+    let ok = with(("TFREG_PUBLIC", "true")).unwrap();
+    assert!(ok.public);
+    assert_eq!(ok.url_ttl, Duration::from_secs(300));
+}
+
+#[tokio::test]
+async fn every_api_gateway_event_gets_its_answer() {
+    let world = World::published().await;
+    let token = tokens::generate(vec![], String::new(), None, SystemTime::now());
+    world.tokens.put(token.record.clone()).await.unwrap();
+    let app = tfreg_http::router(app_state(&config(), world.stores()));
+
+    let cases = [
+        ("apigw-discovery", 200, "\"modules.v1\":\"/v1/modules/\""),
+        ("apigw-module-versions", 200, "\"version\":\"1.0.0\""),
+        ("apigw-module-download", 204, ""),
+        (
+            "apigw-provider-versions",
+            200,
+            "\"platforms\":[{\"os\":\"linux\",\"arch\":\"amd64\"}]",
+        ),
+        (
+            "apigw-provider-download",
+            200,
+            "\"shasums_signature_url\":\"https://registry.example.com/",
+        ),
+        ("apigw-mirror-index", 200, "{\"versions\":{\"1.0.0\":{}}}"),
+        ("apigw-mirror-version", 200, "\"hashes\":[\"h1:"),
+    ];
+    for (event, status, body_contains) in cases {
+        let mut request = lambda_http::request::from_str(&read(&format!("events/{event}.json")))
+            .unwrap_or_else(|e| panic!("{event}: {e}"));
+        request.headers_mut().insert(
+            "authorization",
+            format!("Bearer {}", token.token).parse().unwrap(),
+        );
+        let (parts, body) = request.into_parts();
+        let request = axum::http::Request::from_parts(parts, Body::from(body.to_vec()));
+        let response = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{event}");
+        if event == "apigw-module-download" {
+            let url = response.headers()["x-terraform-get"].to_str().unwrap();
+            assert!(url.starts_with("https://registry.example.com/"), "{url}");
+        }
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains(body_contains), "{event}: {body}");
+    }
+
+    // The same event without a token is refused.
+    let request =
+        lambda_http::request::from_str(&read("events/apigw-module-versions.json")).unwrap();
+    let (parts, body) = request.into_parts();
+    let request = axum::http::Request::from_parts(parts, Body::from(body.to_vec()));
+    let response = app.oneshot(request).await.unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn s3_events_drive_the_indexer() {
+    let world = World::published().await;
+    let indexer = world.indexer();
+    let event = |name: &str| -> S3Event {
+        serde_json::from_str(&read(&format!("events/{name}.json"))).unwrap()
+    };
+
+    // The event's key arrives URL-encoded; the object is stored under the decoded key.
+    let key = "modules/acme/network/aws/1.1.0+build.7.tar.gz";
+    assert_eq!(
+        decode_event_key("modules/acme/network/aws/1.1.0%2Bbuild.7.tar.gz").unwrap(),
+        key
+    );
+    assert_eq!(
+        decode_event_key("modules/a/b/c/my+file.zip").unwrap(),
+        "modules/a/b/c/my file.zip"
+    );
+    world.artifacts.put(key, b"module 1.1.0".to_vec());
+    let outcomes = handle_s3_event(&indexer, "tfreg-artifacts", event("s3-put-module"))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcomes,
+        ["published module acme/network/aws 1.1.0+build.7"]
+    );
+
+    let outcomes = handle_s3_event(&indexer, "tfreg-artifacts", event("s3-put-provider-sums"))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcomes,
+        ["published provider acme/widget 1.0.0 SHA256SUMS"]
+    );
+
+    // A delete event whose object is gone unpublishes it; a replayed put event for an
+    // object that no longer exists does too (events may arrive late and out of order).
+    world.artifacts.delete(key);
+    let outcomes = handle_s3_event(&indexer, "tfreg-artifacts", event("s3-delete-module"))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcomes,
+        ["unpublished module acme/network/aws 1.1.0+build.7"]
+    );
+    let outcomes = handle_s3_event(&indexer, "tfreg-artifacts", event("s3-put-module"))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcomes,
+        ["unpublished module acme/network/aws 1.1.0+build.7"]
+    );
+
+    // Events of another bucket are ignored.
+    let outcomes = handle_s3_event(&indexer, "another-bucket", event("s3-put-module"))
+        .await
+        .unwrap();
+    assert!(outcomes.is_empty());
+}
