@@ -4,6 +4,8 @@
 #   make token  create an access token for the local registry (printed as the last line)
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
+#   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
+#   make deploy sam deploy (guided the first time)
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -19,7 +21,13 @@ ARGS ?=
 VENV ?= .venv
 PYTHON ?= python3
 
-.PHONY: run token test lint fmt build check-tools venv
+# Lambda builds: architecture, and the functions (crates/functions/*)
+ARCH ?= arm64
+FUNCTIONS := discovery modules providers mirror indexer
+LAMBDA_DIR := build/lambda
+export SAM_CLI_TELEMETRY = 0
+
+.PHONY: run token test lint lint-template fmt build build-cli deploy check-tools venv build-venv
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -30,7 +38,7 @@ token:
 	@$(CARGO) run --quiet --locked -p tfreg-cli --bin tfreg -- token create --data $(DATA) $(ARGS)
 
 ## Every check CI runs
-test: check-tools venv lint
+test: check-tools venv lint lint-template
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) test --locked --workspace
 
@@ -47,14 +55,42 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
+## The SAM template: cfn-lint and SAM's own validation (both offline)
+lint-template: venv
+	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/sam validate --lint --region us-east-1 --template-file template.yaml
+
 ## Format the code
 fmt:
 	$(CARGO) fmt --all
 
 ## Build the tfreg binary (release)
-build:
+build-cli:
 	$(CARGO) build --locked --release -p tfreg-cli --bin tfreg
 	@echo "built $(CARGO_TARGET_DIR)/release/tfreg"
+
+## Tools for building and deploying the Lambda functions
+build-venv: $(VENV)/.build-installed
+$(VENV)/.build-installed: tools/build-requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is missing: install Python 3.9+"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/build-requirements.txt
+	touch $@
+
+## One zip per Lambda function in build/lambda/<function>/bootstrap.zip
+build: build-venv
+	@case "$(ARCH)" in arm64) flag=--arm64 ;; x86_64) flag=--x86-64 ;; *) echo "ARCH must be arm64 or x86_64"; exit 1 ;; esac; \
+	PATH="$(abspath $(VENV))/bin:$$PATH" cargo lambda build --release $$flag --output-format zip \
+	  --lambda-dir $(LAMBDA_DIR) $(addprefix --bin ,$(FUNCTIONS))
+	@ls -l $(foreach f,$(FUNCTIONS),$(LAMBDA_DIR)/$(f)/bootstrap.zip)
+
+## Deploy with SAM (guided the first time; then from samconfig.toml)
+deploy: build
+	@if [ -f samconfig.toml ]; then \
+	  $(VENV)/bin/sam deploy --parameter-overrides Architecture=$(ARCH); \
+	else \
+	  $(VENV)/bin/sam deploy --guided --capabilities CAPABILITY_IAM --resolve-s3 --parameter-overrides Architecture=$(ARCH); \
+	fi
 
 ## Tools the tests need, with how to get them
 check-tools:
