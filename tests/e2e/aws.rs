@@ -426,6 +426,56 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
         !log.contains("/v1/artifacts/"),
         "downloads went through the registry:\n{log}"
     );
+    drop(server);
+
+    // In redirect mode, Terraform's HEAD and GET both reach the registry, which sends each
+    // to a URL presigned for that method.
+    let redirecting = Server::start_with_env(
+        state.path(),
+        &[
+            "--table",
+            TABLE,
+            "--bucket",
+            BUCKET,
+            "--hostname",
+            "registry.example.test",
+            "--tls-cert",
+            cert_arg,
+            "--tls-key",
+            key_arg,
+            "--downloads",
+            "redirect",
+        ],
+        &env,
+    );
+    let config = format!(
+        "{}credentials \"registry.example.test\" {{ token = \"{token}\" }}\ncredentials \"{}\" {{ token = \"{token}\" }}\n",
+        redirecting.printed_cli_config(),
+        redirecting.addr
+    );
+    let tf = Terraform::new(&config, &cert);
+    tf.write(
+        "main.tf",
+        &format!(
+            "module \"net\" {{\n  source = \"{}/acme/network/aws\"\n}}\n{}",
+            redirecting.addr,
+            requires_provider("widget", "registry.example.test/acme/widget", "1.0.0")
+        ),
+    );
+    let output = tf.init(&[]);
+    assert!(
+        output.contains("Installed registry.example.test/acme/widget v1.0.0"),
+        "{output}"
+    );
+    let log = redirecting.log();
+    for method in ["HEAD", "GET"] {
+        let redirected = log.lines().any(|l| {
+            l.contains(&format!("method={method}"))
+                && l.contains("path=\"/v1/artifacts/providers/acme/widget/1.0.0/terraform-provider-widget_1.0.0_")
+                && l.contains("status=307")
+        });
+        assert!(redirected, "no redirected {method} of the package:\n{log}");
+    }
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

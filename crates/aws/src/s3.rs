@@ -1,11 +1,13 @@
 //! The bucket as an [`ArtifactStore`]. Downloads are S3 presigned GET URLs, pinned to the
 //! object version that was indexed when the bucket keeps versions.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::Client;
+use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::{ObjectBody, ObjectMeta};
 use tfreg_core::{ArtifactStore, Origin, StoreError};
 
@@ -17,6 +19,9 @@ pub struct S3ArtifactStore {
     client: Client,
     bucket: String,
     url_ttl: Duration,
+    /// Set in redirect mode: download URLs point at the registry, which redirects each
+    /// request to a URL presigned for its method.
+    redirect_signer: Option<Arc<UrlSigner>>,
 }
 
 impl S3ArtifactStore {
@@ -25,7 +30,51 @@ impl S3ArtifactStore {
             client,
             bucket: bucket.into(),
             url_ttl,
+            redirect_signer: None,
         }
+    }
+
+    /// Redirect mode: hand out registry URLs signed by `signer` (`/v1/artifacts/...`), which
+    /// answer GET and HEAD with a redirect to a URL presigned for that method. For Terraform
+    /// releases that fail on the 403 a GET-presigned URL gives to HEAD.
+    pub fn with_redirects(mut self, signer: Arc<UrlSigner>) -> Self {
+        self.redirect_signer = Some(signer);
+        self
+    }
+
+    async fn presign(
+        &self,
+        key: &str,
+        revision: Option<&str>,
+        head: bool,
+    ) -> Result<String, StoreError> {
+        let config = PresigningConfig::expires_in(self.url_ttl)
+            .map_err(|e| self.failed("presigning", key, e))?;
+        let version = revision
+            .and_then(|r| r.strip_prefix(VERSION_PREFIX))
+            .map(str::to_owned);
+        // The two operations return different error types; both end as a URL or a message.
+        let presigned = if head {
+            self.client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .set_version_id(version)
+                .presigned(config)
+                .await
+                .map_err(|e| self.failed("presigning", key, e))
+        } else {
+            self.client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .set_version_id(version)
+                .presigned(config)
+                .await
+                .map_err(|e| self.failed("presigning", key, e))
+        };
+        let request = presigned?;
+        Ok(request.uri().to_owned())
     }
 
     pub fn bucket(&self) -> &str {
@@ -131,20 +180,20 @@ impl ArtifactStore for S3ArtifactStore {
         &self,
         key: &str,
         revision: Option<&str>,
-        _origin: &Origin,
+        origin: &Origin,
     ) -> Result<String, StoreError> {
-        let config = PresigningConfig::expires_in(self.url_ttl)
-            .map_err(|e| self.failed("presigning", key, e))?;
-        let version = revision.and_then(|r| r.strip_prefix(VERSION_PREFIX));
-        let request = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .set_version_id(version.map(str::to_owned))
-            .presigned(config)
-            .await
-            .map_err(|e| self.failed("presigning", key, e))?;
-        Ok(request.uri().to_owned())
+        match &self.redirect_signer {
+            Some(signer) => Ok(signer.url_for_revision(origin, key, revision, SystemTime::now())),
+            None => self.presign(key, revision, false).await,
+        }
+    }
+
+    async fn direct_url(
+        &self,
+        key: &str,
+        revision: Option<&str>,
+        head: bool,
+    ) -> Result<Option<String>, StoreError> {
+        self.presign(key, revision, head).await.map(Some)
     }
 }

@@ -31,6 +31,11 @@ fn hmac(key: &[u8], data: &str) -> Vec<u8> {
 
 /// Recomputes the signature of a presigned GET URL.
 fn expected_signature(url: &str) -> (String, BTreeMap<String, String>) {
+    expected_signature_for("GET", url)
+}
+
+/// Recomputes the signature of a URL presigned for `method`.
+fn expected_signature_for(method: &str, url: &str) -> (String, BTreeMap<String, String>) {
     let rest = url.strip_prefix("https://").expect("an https URL");
     let (host, path_query) = rest.split_once('/').unwrap();
     let (path, query) = path_query.split_once('?').unwrap();
@@ -54,7 +59,7 @@ fn expected_signature(url: &str) -> (String, BTreeMap<String, String>) {
         })
         .collect();
     let canonical_request = format!(
-        "GET\n/{path}\n{}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD",
+        "{method}\n/{path}\n{}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD",
         canonical_query.join("&")
     );
     let date_time = &params["X-Amz-Date"];
@@ -129,6 +134,41 @@ async fn presigned_urls_carry_a_valid_sigv4_signature_over_host_only() {
             "checksum parameters break presigned GETs: {url}"
         );
     }
+}
+
+#[tokio::test]
+async fn redirect_mode_presigns_for_the_method_asked() {
+    let store = store(Duration::from_secs(60)).await;
+    let key = "providers/acme/widget/1.0.0/terraform-provider-widget_1.0.0_linux_amd64.zip";
+    let revision = Some("v:abc");
+    for (head, method) in [(true, "HEAD"), (false, "GET")] {
+        let url = store
+            .direct_url(key, revision, head)
+            .await
+            .unwrap()
+            .unwrap();
+        let (signature, params) = expected_signature_for(method, &url);
+        assert_eq!(params["X-Amz-Signature"], signature, "{method} {url}");
+        let (other, _) = expected_signature_for(if head { "GET" } else { "HEAD" }, &url);
+        assert_ne!(
+            params["X-Amz-Signature"], other,
+            "a URL serves one method only"
+        );
+        assert_eq!(params["versionId"], "abc");
+    }
+    // In redirect mode the registry hands out its own URLs, bound to the revision.
+    let signer = std::sync::Arc::new(tfreg_core::signing::UrlSigner::new(
+        vec![1; 32],
+        Duration::from_secs(60),
+    ));
+    let store = store.with_redirects(signer);
+    let origin = Origin::https("registry.example.com").unwrap();
+    let url = store.download_url(key, revision, &origin).await.unwrap();
+    assert!(
+        url.starts_with("https://registry.example.com/v1/artifacts/providers/"),
+        "{url}"
+    );
+    assert!(url.ends_with("&revision=v:abc"), "{url}");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
+use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, Indexer, MetadataStore};
 
@@ -18,13 +19,23 @@ pub struct Aws {
 }
 
 impl Aws {
-    pub async fn connect(table: &str, bucket: &str, url_ttl: Duration) -> Aws {
+    /// With `redirect`, download URLs point at this server, which redirects to S3.
+    pub async fn connect(
+        table: &str,
+        bucket: &str,
+        url_ttl: Duration,
+        redirect: Option<Arc<UrlSigner>>,
+    ) -> Aws {
         let config = tfreg_aws::sdk_config().await;
         let dynamodb = tfreg_aws::dynamodb_client(&config);
         let s3 = tfreg_aws::s3_client(&config);
+        let mut artifacts = S3ArtifactStore::new(s3, bucket, url_ttl);
+        if let Some(signer) = redirect {
+            artifacts = artifacts.with_redirects(signer);
+        }
         Aws {
             metadata: Arc::new(DynamoMetadataStore::new(dynamodb.clone(), table)),
-            artifacts: Arc::new(S3ArtifactStore::new(s3, bucket, url_ttl)),
+            artifacts: Arc::new(artifacts),
             tokens: Arc::new(DynamoTokenStore::new(dynamodb, table)),
         }
     }
@@ -53,7 +64,7 @@ pub struct ReindexArgs {
 /// deliver them. Idempotent: run it after the first deploy onto an existing bucket, or to
 /// rebuild a lost table.
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
-    let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300)).await;
+    let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300), None).await;
     let indexer = Indexer::new(aws.metadata, aws.artifacts);
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("reindexing {pos}/{len} objects {wide_bar} {elapsed}")

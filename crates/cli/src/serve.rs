@@ -54,6 +54,11 @@ pub struct ServeArgs {
     #[arg(long, env = "TFREG_TABLE", requires = "bucket")]
     table: Option<String>,
 
+    /// With --table: `presigned` hands Terraform URLs presigned for GET; `redirect` hands it
+    /// this server's own signed URLs, which redirect GET and HEAD to URLs presigned for each.
+    #[arg(long, env = "TFREG_DOWNLOADS", default_value = "presigned", value_parser = ["presigned", "redirect"])]
+    downloads: String,
+
     /// The S3 bucket of the AWS shape (with --table).
     #[arg(long, env = "TFREG_BUCKET", requires = "table")]
     bucket: Option<String>,
@@ -107,15 +112,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     let (app, _watcher) = match (&args.table, &args.bucket) {
         (Some(table), Some(bucket)) => {
-            let aws = crate::aws::Aws::connect(table, bucket, args.url_ttl).await;
+            let redirect = (args.downloads == "redirect").then(|| signer.clone());
+            let aws = crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect.clone()).await;
             let registry =
                 Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public).then_some(aws.tokens);
-            // Downloads are S3 presigned URLs: nothing for this server to sign.
-            (
-                tfreg_http::router(AppState::new(registry, None, tokens)),
-                None,
-            )
+            // With presigned downloads there is nothing for this server to sign.
+            let app = tfreg_http::router(AppState::new(registry, redirect, tokens));
+            (app, None)
         }
         _ => {
             let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));

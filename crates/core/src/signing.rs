@@ -80,27 +80,45 @@ impl UrlSigner {
         self.ttl
     }
 
-    fn mac(&self, key: &str, expires: u64) -> Hmac<Sha256> {
+    fn mac(&self, key: &str, revision: Option<&str>, expires: u64) -> Hmac<Sha256> {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC accepts keys of any length");
         // Length-prefix the key so no (key, expires) pair can collide with another.
         mac.update(b"tfreg-download-v1\n");
         mac.update(&(key.len() as u64).to_be_bytes());
         mac.update(key.as_bytes());
+        let revision = revision.unwrap_or("");
+        mac.update(&(revision.len() as u64).to_be_bytes());
+        mac.update(revision.as_bytes());
         mac.update(&expires.to_be_bytes());
         mac
     }
 
     /// The absolute download URL for `key`, valid until `now + ttl`.
     pub fn url(&self, origin: &Origin, key: &str, now: SystemTime) -> String {
+        self.url_for_revision(origin, key, None, now)
+    }
+
+    /// The download URL for one revision of `key` (bound into the signature).
+    pub fn url_for_revision(
+        &self,
+        origin: &Origin,
+        key: &str,
+        revision: Option<&str>,
+        now: SystemTime,
+    ) -> String {
         let expires = unix_seconds(now).saturating_add(self.ttl.as_secs().max(1));
-        let signature = URL_SAFE_NO_PAD.encode(self.mac(key, expires).finalize().into_bytes());
+        let mac = self.mac(key, revision, expires);
+        let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
         let path: Vec<String> = key
             .split('/')
             .map(|s| utf8_percent_encode(s, SEGMENT).to_string())
             .collect();
+        let revision = revision.map_or(String::new(), |r| {
+            format!("&revision={}", utf8_percent_encode(r, SEGMENT))
+        });
         format!(
-            "{}{}{}?expires={expires}&signature={signature}",
+            "{}{}{}?expires={expires}&signature={signature}{revision}",
             origin.as_str(),
             ARTIFACTS_PATH,
             path.join("/")
@@ -112,6 +130,7 @@ impl UrlSigner {
     pub fn verify(
         &self,
         key: &str,
+        revision: Option<&str>,
         expires: u64,
         signature: &str,
         now: SystemTime,
@@ -119,7 +138,7 @@ impl UrlSigner {
         let given = URL_SAFE_NO_PAD
             .decode(signature)
             .map_err(|_| SignatureError::BadSignature)?;
-        self.mac(key, expires)
+        self.mac(key, revision, expires)
             .verify_slice(&given)
             .map_err(|_| SignatureError::BadSignature)?;
         // Checked after the signature, so an expiry can't be probed without a valid signature.
@@ -171,9 +190,9 @@ mod tests {
             "https://127.0.0.1:8443/v1/artifacts/modules/acme/net/aws/1.0.0+b.1.tar.gz?expires="
         ));
         let (key, expires, sig) = parts(&url);
-        assert_eq!(signer().verify(&key, expires, &sig, now), Ok(()));
+        assert_eq!(signer().verify(&key, None, expires, &sig, now), Ok(()));
         assert_eq!(
-            signer().verify(&key, expires, &sig, now + Duration::from_secs(301)),
+            signer().verify(&key, None, expires, &sig, now + Duration::from_secs(301)),
             Err(SignatureError::Expired)
         );
     }
@@ -185,25 +204,41 @@ mod tests {
         let (key, expires, sig) = parts(&signer().url(&origin, "modules/a/b/c/1.0.0.zip", now));
         let bad = SignatureError::BadSignature;
         assert_eq!(
-            signer().verify("modules/a/b/c/1.0.1.zip", expires, &sig, now),
+            signer().verify("modules/a/b/c/1.0.1.zip", None, expires, &sig, now),
             Err(bad.clone())
         );
         assert_eq!(
-            signer().verify(&key, expires + 1, &sig, now),
+            signer().verify(&key, None, expires + 1, &sig, now),
             Err(bad.clone())
         );
-        assert_eq!(signer().verify(&key, expires, "", now), Err(bad.clone()));
-        assert_eq!(signer().verify(&key, expires, "!!", now), Err(bad.clone()));
+        assert_eq!(
+            signer().verify(&key, None, expires, "", now),
+            Err(bad.clone())
+        );
+        assert_eq!(
+            signer().verify(&key, None, expires, "!!", now),
+            Err(bad.clone())
+        );
         let mut flipped = sig.into_bytes();
         flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
         let flipped = String::from_utf8(flipped).unwrap();
         assert_eq!(
-            signer().verify(&key, expires, &flipped, now),
+            signer().verify(&key, None, expires, &flipped, now),
             Err(bad.clone())
         );
         let other = UrlSigner::new(vec![7; 32], Duration::from_secs(300));
         let (_, e2, s2) = parts(&other.url(&origin, &key, now));
-        assert_eq!(signer().verify(&key, e2, &s2, now), Err(bad));
+        // A signature for one revision is not valid for another, or for none.
+        let pinned = signer().url_for_revision(&origin, &key, Some("v:1"), now);
+        let (_, e3, s3) = parts(&pinned);
+        assert!(pinned.ends_with("&revision=v:1"), "{pinned}");
+        assert_eq!(signer().verify(&key, Some("v:1"), e3, &s3, now), Ok(()));
+        assert_eq!(
+            signer().verify(&key, Some("v:2"), e3, &s3, now),
+            Err(bad.clone())
+        );
+        assert_eq!(signer().verify(&key, None, e3, &s3, now), Err(bad.clone()));
+        assert_eq!(signer().verify(&key, None, e2, &s2, now), Err(bad));
     }
 
     #[test]

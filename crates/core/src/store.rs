@@ -113,6 +113,18 @@ pub trait ArtifactStore: Send + Sync {
         origin: &Origin,
     ) -> Result<String, StoreError>;
 
+    /// A URL of the store itself for fetching (`head` false) or probing (`head` true) the
+    /// object directly, for stores that have one (S3 presigned URLs); `None` when the
+    /// registry must stream the object itself.
+    async fn direct_url(
+        &self,
+        _key: &str,
+        _revision: Option<&str>,
+        _head: bool,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
+
     /// The object as a local file, when the store keeps it in one: hashing then reads it in
     /// place instead of spooling a copy.
     fn local_path(&self, _key: &str) -> Option<std::path::PathBuf> {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{service_fn, LambdaEvent};
+use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, Hostname, IndexOutcome, Indexer, MetadataStore, Registry};
 use tfreg_http::AppState;
@@ -36,6 +37,10 @@ pub struct Config {
     /// `TFREG_HOSTNAME` (optional): the registry's hostname, under which the mirror serves
     /// its own providers.
     pub hostname: Option<Hostname>,
+    /// `TFREG_DOWNLOADS=redirect` with `TFREG_URL_SECRET`: download URLs point at the
+    /// registry's `/v1/artifacts/` (signed with this secret), which redirects each GET or
+    /// HEAD to a URL presigned for that method. Default (`presigned`): presigned GET URLs.
+    pub redirect_secret: Option<Vec<u8>>,
 }
 
 impl Config {
@@ -80,17 +85,46 @@ impl Config {
                 problem: e.to_string(),
             })?),
         };
+        let redirect_secret = match get("TFREG_DOWNLOADS").as_deref().map(str::trim) {
+            None | Some("") | Some("presigned") => None,
+            Some("redirect") => {
+                let secret = required("TFREG_URL_SECRET")?;
+                if secret.len() < 32 {
+                    return Err(ConfigError {
+                        variable: "TFREG_URL_SECRET",
+                        problem: "must be at least 32 characters".into(),
+                    });
+                }
+                Some(secret.into_bytes())
+            }
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "TFREG_DOWNLOADS",
+                    problem: format!("{other:?} is neither presigned nor redirect"),
+                })
+            }
+        };
         Ok(Config {
             table: required("TFREG_TABLE")?,
             bucket: required("TFREG_BUCKET")?,
             public,
             url_ttl,
             hostname,
+            redirect_secret,
         })
     }
 
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())
+    }
+}
+
+impl Config {
+    /// The signer of registry download URLs in redirect mode.
+    pub fn redirect_signer(&self) -> Option<Arc<UrlSigner>> {
+        self.redirect_secret
+            .as_ref()
+            .map(|secret| Arc::new(UrlSigner::new(secret.clone(), self.url_ttl)))
     }
 }
 
@@ -106,16 +140,16 @@ impl Stores {
         let sdk = tfreg_aws::sdk_config().await;
         let dynamodb = tfreg_aws::dynamodb_client(&sdk);
         let s3 = tfreg_aws::s3_client(&sdk);
+        let mut artifacts = tfreg_aws::S3ArtifactStore::new(s3, &config.bucket, config.url_ttl);
+        if let Some(signer) = config.redirect_signer() {
+            artifacts = artifacts.with_redirects(signer);
+        }
         Stores {
             metadata: Arc::new(tfreg_aws::DynamoMetadataStore::new(
                 dynamodb.clone(),
                 &config.table,
             )),
-            artifacts: Arc::new(tfreg_aws::S3ArtifactStore::new(
-                s3,
-                &config.bucket,
-                config.url_ttl,
-            )),
+            artifacts: Arc::new(artifacts),
             tokens: Arc::new(tfreg_aws::DynamoTokenStore::new(dynamodb, &config.table)),
         }
     }
@@ -128,7 +162,7 @@ pub fn app_state(config: &Config, stores: Stores) -> AppState {
         registry = registry.with_hostname(hostname.clone());
     }
     let tokens = (!config.public).then_some(stores.tokens);
-    AppState::new(registry, None, tokens)
+    AppState::new(registry, config.redirect_signer(), tokens)
 }
 
 fn init_tracing() {

@@ -122,6 +122,14 @@ fn configuration_errors_name_the_setting() {
         .unwrap_err()
         .to_string()
         .contains("TFREG_HOSTNAME"));
+    assert!(with(("TFREG_DOWNLOADS", "redirect"))
+        .unwrap_err()
+        .to_string()
+        .contains("TFREG_URL_SECRET"));
+    assert!(with(("TFREG_DOWNLOADS", "proxy"))
+        .unwrap_err()
+        .to_string()
+        .contains("TFREG_DOWNLOADS"));
     let ok = with(("TFREG_PUBLIC", "true")).unwrap();
     assert!(ok.public);
     assert_eq!(ok.url_ttl, Duration::from_secs(300));

@@ -19,6 +19,7 @@ use crate::AppState;
 pub struct SignedQuery {
     expires: Option<String>,
     signature: Option<String>,
+    revision: Option<String>,
 }
 
 const REFUSED: &str = "this download URL is invalid or has expired: ask the registry for a new one";
@@ -26,6 +27,7 @@ const REFUSED: &str = "this download URL is invalid or has expired: ask the regi
 /// `GET` and `HEAD /v1/artifacts/<key>?expires=<unix seconds>&signature=<mac>`
 pub async fn download(
     State(state): State<AppState>,
+    method: axum::http::Method,
     JsonPath(key): JsonPath<String>,
     JsonQuery(query): JsonQuery<SignedQuery>,
 ) -> Result<Response, ApiError> {
@@ -38,7 +40,8 @@ pub async fn download(
     let (Some(expires), Some(signature)) = (expires, query.signature.as_deref()) else {
         return Err(ApiError::Forbidden(REFUSED.into()));
     };
-    if let Err(reason) = signer.verify(&key, expires, signature, SystemTime::now()) {
+    let revision = query.revision.as_deref();
+    if let Err(reason) = signer.verify(&key, revision, expires, signature, SystemTime::now()) {
         tracing::info!(%reason, "refused a download URL");
         return Err(ApiError::Forbidden(REFUSED.into()));
     }
@@ -51,6 +54,23 @@ pub async fn download(
         Classified::Artifact(artifact) => artifact.content_type(),
         Classified::Invalid(_) => return Err(ApiError::NotFound("no such file".into())),
     };
+    // Stores with URLs of their own (S3) get the client redirected to a URL presigned for
+    // this very method, so HEAD works as well as GET.
+    let head = method == axum::http::Method::HEAD;
+    if let Some(url) = state
+        .registry
+        .artifacts()
+        .direct_url(&key, revision, head)
+        .await?
+    {
+        let location =
+            axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
+        return Ok((
+            axum::http::StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, location)],
+        )
+            .into_response());
+    }
     let Some(body) = state.registry.artifacts().open(&key).await? else {
         return Err(ApiError::NotFound(
             "this file has been unpublished since the URL was issued".into(),
