@@ -23,7 +23,7 @@ PYTHON ?= python3
 
 # Lambda builds: architecture, and the functions (crates/functions/*)
 ARCH ?= arm64
-FUNCTIONS := discovery modules providers mirror indexer
+FUNCTIONS := discovery modules providers mirror downloads indexer
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 

@@ -469,9 +469,10 @@ impl Indexer {
             usable += 1;
             if gpg::verify_detached(&info.ascii_armor, signature, sums, now).is_ok() {
                 return Ok(Ok(SignedBy {
-                    key_id: info.key_id,
+                    key_id: info.key_id.clone(),
                     key,
                     key_revision: revision,
+                    key_info: info,
                 }));
             }
         }

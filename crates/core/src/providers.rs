@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use crate::gpg::PublicKeyInfo;
 use crate::names::Platform;
 use crate::release::default_protocols;
-use crate::store::{KeyRecord, ManifestRecord, PackageRecord, Record, SignatureRecord, SumsRecord};
+use crate::store::{ManifestRecord, PackageRecord, Record, SignatureRecord, SumsRecord};
 use crate::version::Version;
 
 /// A provider version as served.
@@ -52,10 +52,9 @@ struct Files<'a> {
     packages: Vec<&'a PackageRecord>,
 }
 
-/// Judges every version in a provider's partition, given its namespace's key records.
+/// Judges every version in a provider's partition.
 pub fn evaluate(
     provider_records: &[Record],
-    key_records: &[Record],
     now: SystemTime,
 ) -> Vec<(ReleaseReport, Option<ServedRelease>)> {
     let mut by_version: BTreeMap<&Version, Files<'_>> = BTreeMap::new();
@@ -70,23 +69,15 @@ pub fn evaluate(
             _ => {}
         }
     }
-    let keys: BTreeMap<&str, &KeyRecord> = key_records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Key(k) => Some((k.key.as_str(), k)),
-            _ => None,
-        })
-        .collect();
     by_version
         .into_iter()
-        .map(|(version, files)| judge(version, files, &keys, now))
+        .map(|(version, files)| judge(version, files, now))
         .collect()
 }
 
 fn judge(
     version: &Version,
     mut files: Files<'_>,
-    keys: &BTreeMap<&str, &KeyRecord>,
     now: SystemTime,
 ) -> (ReleaseReport, Option<ServedRelease>) {
     // Several spellings of one file (case variants) are possible; the choice is deterministic.
@@ -108,19 +99,11 @@ fn judge(
         }
         (Some(_), Some(sig)) => match &sig.verdict {
             Err(reason) => problems.push(format!("signature refused: {reason}")),
-            Ok(by) => match keys.get(by.key.as_str()) {
-                Some(KeyRecord {
-                    revision,
-                    verdict: Ok(info),
-                    ..
-                }) if *revision == by.key_revision && !info.is_expired(now) => {
-                    signer = Some(info.clone())
-                }
-                _ => problems.push(format!(
-                    "the key that signed it ({}, {}) is no longer published or valid",
-                    by.key_id, by.key
-                )),
-            },
+            Ok(by) if by.key_info.is_expired(now) => problems.push(format!(
+                "the key that signed it ({}, {}) has expired",
+                by.key_id, by.key
+            )),
+            Ok(by) => signer = Some(by.key_info.clone()),
         },
     }
     let protocols = match files.manifests.first().map(|m| &m.protocols) {

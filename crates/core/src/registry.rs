@@ -144,21 +144,13 @@ impl Registry {
             .await?)
     }
 
-    /// Judges every version of a provider: two queries, the provider's records and its
-    /// namespace's keys.
+    /// Judges every version of a provider: one query, of the provider's partition.
     async fn provider_releases(
         &self,
         provider: &ProviderAddress,
     ) -> Result<Vec<(ReleaseReport, Option<ServedRelease>)>, StoreError> {
         let records = self.metadata.query(&partition::provider(provider)).await?;
-        if records.is_empty() {
-            return Ok(vec![]);
-        }
-        let keys = self
-            .metadata
-            .query(&partition::keys(&provider.namespace))
-            .await?;
-        Ok(evaluate(&records, &keys, SystemTime::now()))
+        Ok(evaluate(&records, SystemTime::now()))
     }
 
     /// The served releases a request may see: none outside its token's namespaces, exactly

@@ -200,13 +200,16 @@ pub struct SignatureRecord {
     pub verdict: Result<SignedBy, String>,
 }
 
-/// Who signed a release: a key under `keys/<namespace>/`.
+/// Who signed a release: a key under `keys/<namespace>/`. The key itself is kept with the
+/// verdict, so serving a release reads one partition; a key's removal or replacement
+/// re-verifies every release of its namespace, which rewrites these verdicts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignedBy {
     pub key_id: String,
     /// The key's object (`keys/<namespace>/<name>.asc`) and the revision that verified.
     pub key: String,
     pub key_revision: String,
+    pub key_info: PublicKeyInfo,
 }
 
 /// A release's `_manifest.json`: the plugin protocol versions it speaks.
