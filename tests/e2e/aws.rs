@@ -288,8 +288,8 @@ async fn tokens_live_in_the_table_and_use_never_undoes_a_revocation() {
 #[test]
 fn terraform_installs_through_presigned_urls_from_the_emulator() {
     use tfreg_e2e::{
-        provider_release, publish, requires_provider, tar_gz, terraform_platform, test_certificate,
-        tfreg_with_env, Gpg, Server, TempDir, Terraform,
+        provider_release, publish, tar_gz, terraform_platform, test_certificate, tfreg_with_env,
+        Gpg, Server, TempDir,
     };
     let tls = TempDir::new().unwrap();
     let (cert, key) = test_certificate(tls.path());
@@ -401,21 +401,7 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
     );
 
     // then Terraform installs both, downloading from the emulator.
-    let config = format!(
-        "{}credentials \"registry.example.test\" {{ token = \"{token}\" }}\ncredentials \"{}\" {{ token = \"{token}\" }}\n",
-        server.printed_cli_config(),
-        server.addr
-    );
-    let tf = Terraform::new(&config, &cert);
-    tf.write(
-        "main.tf",
-        &format!(
-            "module \"net\" {{\n  source = \"{}/acme/network/aws\"\n}}\n{}",
-            server.addr,
-            requires_provider("widget", "registry.example.test/acme/widget", "1.0.0")
-        ),
-    );
-    let output = tf.init(&[]);
+    let (tf, output) = install(&server, &token, &cert);
     assert!(
         output.contains("Installed registry.example.test/acme/widget v1.0.0 (self-signed"),
         "{output}"
@@ -448,21 +434,7 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
         ],
         &env,
     );
-    let config = format!(
-        "{}credentials \"registry.example.test\" {{ token = \"{token}\" }}\ncredentials \"{}\" {{ token = \"{token}\" }}\n",
-        redirecting.printed_cli_config(),
-        redirecting.addr
-    );
-    let tf = Terraform::new(&config, &cert);
-    tf.write(
-        "main.tf",
-        &format!(
-            "module \"net\" {{\n  source = \"{}/acme/network/aws\"\n}}\n{}",
-            redirecting.addr,
-            requires_provider("widget", "registry.example.test/acme/widget", "1.0.0")
-        ),
-    );
-    let output = tf.init(&[]);
+    let (_, output) = install(&redirecting, &token, &cert);
     assert!(
         output.contains("Installed registry.example.test/acme/widget v1.0.0"),
         "{output}"
@@ -476,6 +448,30 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
         });
         assert!(redirected, "no redirected {method} of the package:\n{log}");
     }
+}
+
+/// `terraform init` of the module and the provider from `server`, with `token`.
+fn install(
+    server: &tfreg_e2e::Server,
+    token: &str,
+    cert: &std::path::Path,
+) -> (tfreg_e2e::Terraform, String) {
+    let config = format!(
+        "{}credentials \"registry.example.test\" {{ token = \"{token}\" }}\ncredentials \"{}\" {{ token = \"{token}\" }}\n",
+        server.printed_cli_config(),
+        server.addr
+    );
+    let tf = tfreg_e2e::Terraform::new(&config, cert);
+    tf.write(
+        "main.tf",
+        &format!(
+            "module \"net\" {{\n  source = \"{}/acme/network/aws\"\n}}\n{}",
+            server.addr,
+            tfreg_e2e::requires_provider("widget", "registry.example.test/acme/widget", "1.0.0")
+        ),
+    );
+    let output = tf.init(&[]);
+    (tf, output)
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

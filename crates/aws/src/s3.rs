@@ -94,6 +94,14 @@ impl S3ArtifactStore {
     }
 }
 
+/// What HeadObject and GetObject tell of an object.
+fn meta(content_length: Option<i64>, version_id: Option<&str>, e_tag: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        size: content_length.unwrap_or(0).max(0) as u64,
+        revision: revision(version_id, e_tag),
+    }
+}
+
 fn revision(version_id: Option<&str>, e_tag: Option<&str>) -> String {
     match (version_id, e_tag) {
         // "null" is the version id of objects written before versioning was enabled.
@@ -114,10 +122,11 @@ impl ArtifactStore for S3ArtifactStore {
             .send()
             .await
         {
-            Ok(out) => Ok(Some(ObjectMeta {
-                size: out.content_length.unwrap_or(0).max(0) as u64,
-                revision: revision(out.version_id(), out.e_tag()),
-            })),
+            Ok(out) => Ok(Some(meta(
+                out.content_length,
+                out.version_id(),
+                out.e_tag(),
+            ))),
             Err(e) => {
                 let e = e.into_service_error();
                 if e.is_not_found() {
@@ -159,10 +168,7 @@ impl ArtifactStore for S3ArtifactStore {
             .await
         {
             Ok(out) => Ok(Some(ObjectBody {
-                meta: ObjectMeta {
-                    size: out.content_length.unwrap_or(0).max(0) as u64,
-                    revision: revision(out.version_id(), out.e_tag()),
-                },
+                meta: meta(out.content_length, out.version_id(), out.e_tag()),
                 reader: Box::pin(out.body.into_async_read()),
             })),
             Err(e) => {

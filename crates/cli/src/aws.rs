@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
@@ -66,17 +65,7 @@ pub struct ReindexArgs {
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
     let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300), None).await;
     let indexer = Indexer::new(aws.metadata, aws.artifacts);
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("reindexing {pos}/{len} objects {wide_bar} {elapsed}")
-            .expect("a valid template"),
-    );
-    let summary = indexer
-        .reindex_all(|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
-        .await?;
-    bar.finish_and_clear();
+    let summary = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
     println!(
         "reindexed s3://{}: {} published, {} rejected (see `tfreg status` or the log), {} failed",
         args.bucket, summary.published, summary.rejected, summary.failed

@@ -74,6 +74,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs a full reindex with a progress bar on stderr; `template` says what is counted.
+async fn reindex_with_progress(
+    indexer: &tfreg_core::Indexer,
+    template: &str,
+) -> anyhow::Result<tfreg_core::index::ReindexSummary> {
+    let style =
+        indicatif::ProgressStyle::with_template(&format!("{template} {{wide_bar}} {{elapsed}}"))?;
+    let bar = indicatif::ProgressBar::new(0).with_style(style);
+    let summary = indexer
+        .reindex_all(|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
+        .await?;
+    bar.finish_and_clear();
+    Ok(summary)
+}
+
 /// `tfreg hash FILE...`: one line per file, `h1:...  zh:...  FILE`.
 fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
     use anyhow::Context;

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use tfreg_core::layout::{classify, Artifact, Classified};
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
@@ -39,17 +38,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     let metadata = Arc::new(MemoryMetadataStore::new());
     let indexer = Indexer::new(metadata.clone(), artifacts.clone());
 
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("indexing {pos}/{len} files {wide_bar} {elapsed}")
-            .expect("a valid template"),
-    );
-    let summary = indexer
-        .reindex_all(|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
-        .await?;
-    bar.finish_and_clear();
+    let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 
     let registry = Registry::new(metadata, artifacts.clone());
     let keys = artifacts.list().await?;
