@@ -404,12 +404,48 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<Option<String>, StoreError> {
+        // Concurrent invocations (one per file event) may each verify and write; the last
+        // write may come from the one that read older files. So after writing, the verdict's
+        // revisions are compared with the files' current ones, and a stale verdict is
+        // computed again: whoever writes last leaves a verdict for the current files.
+        for _ in 0..3 {
+            let (problem, used) = self
+                .verify_signature_once(sig_key, sums_key, provider, version)
+                .await?;
+            let current = (
+                self.artifacts.head(sig_key).await?.map(|m| m.revision),
+                self.artifacts.head(sums_key).await?.map(|m| m.revision),
+            );
+            if used == current {
+                return Ok(problem);
+            }
+        }
+        Err(StoreError::new(format!(
+            "{sig_key} or {sums_key} kept changing while being verified; the next event or reindex verifies it again"
+        )))
+    }
+
+    /// One verification; returns the problem and the (signature, SHA256SUMS) revisions read.
+    async fn verify_signature_once(
+        &self,
+        sig_key: &str,
+        sums_key: &str,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<(Option<String>, (Option<String>, Option<String>)), StoreError> {
         let id = RecordId::signature(provider, version, sig_key);
+        let sums_now = || async {
+            Ok::<_, StoreError>(self.artifacts.head(sums_key).await?.map(|m| m.revision))
+        };
         let (signature, sig_meta) = match self.read_small(sig_key, gpg::MAX_KEY_BYTES).await? {
-            Small::Missing => return self.metadata.delete(&id).await.map(|_| None),
+            Small::Missing => {
+                self.metadata.delete(&id).await?;
+                return Ok((None, (None, sums_now().await?)));
+            }
             Small::Unreadable(reason) => {
                 self.metadata.delete(&id).await?;
-                return Ok(Some(reason));
+                let sig_now = self.artifacts.head(sig_key).await?.map(|m| m.revision);
+                return Ok((Some(reason), (sig_now, sums_now().await?)));
             }
             Small::Bytes(bytes, meta) => (bytes, meta),
         };
@@ -431,6 +467,7 @@ impl Indexer {
             (Some(_), Err(reason)) => Some(reason.clone()),
             _ => None,
         };
+        let used = (Some(sig_meta.revision.clone()), sums_revision.clone());
         self.metadata
             .put(Record::Signature(SignatureRecord {
                 provider: provider.clone(),
@@ -442,7 +479,7 @@ impl Indexer {
                 verdict,
             }))
             .await?;
-        Ok(problem)
+        Ok((problem, used))
     }
 
     async fn find_signer(

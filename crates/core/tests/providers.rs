@@ -79,7 +79,11 @@ impl World {
 
     /// Why version 1.0.0 is not served.
     async fn problems(&self) -> String {
-        let reports = self.registry.provider_report(&widget()).await.unwrap();
+        World::report(&self.registry).await
+    }
+
+    async fn report(registry: &Registry) -> String {
+        let reports = registry.provider_report(&widget()).await.unwrap();
         format!("{reports:?}")
     }
 
@@ -453,4 +457,95 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
         err.to_string(),
         "the mirror has no provider other.example.test/acme/widget"
     );
+}
+
+/// An artifact store whose next read of one key returns older content than it now holds:
+/// what an indexer invocation sees when a concurrent upload lands right after its read.
+struct StaleReadStore {
+    inner: Arc<MemoryArtifactStore>,
+    key: String,
+    stale: std::sync::Mutex<Option<Vec<u8>>>,
+}
+
+#[async_trait::async_trait]
+impl tfreg_core::ArtifactStore for StaleReadStore {
+    async fn head(
+        &self,
+        key: &str,
+    ) -> Result<Option<tfreg_core::store::ObjectMeta>, tfreg_core::StoreError> {
+        self.inner.head(key).await
+    }
+    async fn list(&self) -> Result<Vec<String>, tfreg_core::StoreError> {
+        self.inner.list().await
+    }
+    async fn open(
+        &self,
+        key: &str,
+    ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
+        if key == self.key {
+            if let Some(old) = self.stale.lock().unwrap().take() {
+                return Ok(Some(tfreg_core::store::ObjectBody {
+                    meta: tfreg_core::store::ObjectMeta {
+                        size: old.len() as u64,
+                        revision: "an older revision".into(),
+                    },
+                    reader: Box::pin(std::io::Cursor::new(old)),
+                }));
+            }
+        }
+        self.inner.open(key).await
+    }
+    async fn download_url(
+        &self,
+        key: &str,
+        revision: Option<&str>,
+        origin: &Origin,
+    ) -> Result<String, tfreg_core::StoreError> {
+        self.inner.download_url(key, revision, origin).await
+    }
+}
+
+#[tokio::test]
+async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
+    let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
+    let inner = Arc::new(MemoryArtifactStore::new(signer));
+    let sums_key = format!("{DIR}/{SUMS}");
+    let store = Arc::new(StaleReadStore {
+        inner: inner.clone(),
+        key: sums_key.clone(),
+        stale: std::sync::Mutex::new(None),
+    });
+    let metadata = Arc::new(MemoryMetadataStore::new());
+    let indexer = Indexer::new(metadata.clone(), store.clone());
+    let registry = Registry::new(metadata, store.clone());
+    // Given a served release,
+    let files = [
+        ("keys/acme/release.asc".to_owned(), fixture("release.asc")),
+        (format!("{DIR}/{LINUX}"), fixture(LINUX)),
+        (sums_key.clone(), fixture(SUMS)),
+        (format!("{DIR}/{SUMS}.sig"), fixture(&format!("{SUMS}.sig"))),
+    ];
+    for (key, content) in &files {
+        inner.put(key, content.clone());
+        indexer.index_key(key).await.unwrap();
+    }
+    assert_eq!(
+        registry
+            .provider_versions(&Access::All, &widget())
+            .await
+            .unwrap()
+            .versions
+            .len(),
+        1
+    );
+    // when an invocation verifies the signature against SHA256SUMS content that was
+    // replaced right after it read it (and so writes its verdict last),
+    *store.stale.lock().unwrap() = Some(b"an older SHA256SUMS".to_vec());
+    indexer
+        .index_key(&format!("{DIR}/{SUMS}.sig"))
+        .await
+        .unwrap();
+    // then it notices, verifies the current files again, and the release stays served.
+    let doc = registry.provider_versions(&Access::All, &widget()).await;
+    assert!(doc.is_ok(), "{}", World::report(&registry).await);
 }
