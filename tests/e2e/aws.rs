@@ -379,6 +379,9 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
     // when it is reindexed and served,
     let out = tfreg_with_env(&["reindex", "--table", TABLE, "--bucket", BUCKET], &env);
     assert!(out.contains("5 published, 0 rejected"), "{out}");
+    let status = tfreg_with_env(&["status", "--table", TABLE, "--bucket", BUCKET], &env);
+    assert!(status.contains("acme/network/aws: 1.0.0"), "{status}");
+    assert!(status.contains("served, signed by key"), "{status}");
     let token_out = tfreg_with_env(&["token", "create", "--table", TABLE], &env);
     let token = token_out.lines().last().unwrap().to_owned();
     let state = TempDir::new().unwrap();

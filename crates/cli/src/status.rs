@@ -22,9 +22,24 @@ pub struct StatusArgs {
     /// The data directory, laid out like the registry's S3 bucket.
     #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
     data: PathBuf,
+    /// Report on the AWS shape instead: what the indexer recorded in this DynamoDB table
+    /// (with --bucket).
+    #[arg(long, env = "TFREG_TABLE", requires = "bucket")]
+    table: Option<String>,
+    /// The AWS shape's S3 bucket (with --table).
+    #[arg(long, env = "TFREG_BUCKET", requires = "table")]
+    bucket: Option<String>,
 }
 
 pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
+    if let (Some(table), Some(bucket)) = (&args.table, &args.bucket) {
+        // The table already holds the indexer's verdicts: report them as they stand.
+        let aws = crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None).await;
+        let keys = aws.artifacts.list().await?;
+        let registry = Registry::new(aws.metadata, aws.artifacts);
+        print!("{}", report(&registry, &keys).await?);
+        return Ok(());
+    }
     let data = args
         .data
         .canonicalize()
