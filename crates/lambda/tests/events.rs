@@ -249,3 +249,59 @@ async fn s3_events_drive_the_indexer() {
         .unwrap();
     assert!(outcomes.is_empty());
 }
+
+/// The whole trip Lambda makes: event JSON in, through `lambda_http`'s adapter (what
+/// `lambda_http::run` wraps around the router), API Gateway response JSON out.
+#[tokio::test]
+async fn responses_come_back_as_api_gateway_expects_them() {
+    use lambda_http::request::LambdaRequest;
+    use lambda_http::{Adapter, Context, LambdaEvent, Service};
+
+    let world = World::published().await;
+    let token = tokens::generate(vec![], String::new(), None, SystemTime::now());
+    world.tokens.put(token.record.clone()).await.unwrap();
+    let router = tfreg_http::router(app_state(&config(), world.stores()));
+    let mut adapter = Adapter::from(router);
+    let call = |event: &str| {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&read(&format!("events/{event}.json"))).unwrap();
+        json["headers"]["authorization"] = format!("Bearer {}", token.token).into();
+        let request: LambdaRequest = serde_json::from_value(json).unwrap();
+        LambdaEvent::new(request, Context::default())
+    };
+
+    let response = adapter.call(call("apigw-discovery")).await.unwrap();
+    let json = serde_json::to_value(&response).unwrap();
+    assert_eq!(json["statusCode"], 200, "{json}");
+    let body: serde_json::Value = serde_json::from_str(json["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["modules.v1"], "/v1/modules/");
+
+    let response = adapter.call(call("apigw-module-download")).await.unwrap();
+    let json = serde_json::to_value(&response).unwrap();
+    assert_eq!(json["statusCode"], 204, "{json}");
+    let location = json["headers"]["x-terraform-get"].as_str().unwrap();
+    assert!(
+        location.starts_with("https://registry.example.com/"),
+        "{json}"
+    );
+
+    let mut unauthorised = call("apigw-provider-versions");
+    unauthorised.payload = {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&read("events/apigw-provider-versions.json")).unwrap();
+        json["headers"]
+            .as_object_mut()
+            .unwrap()
+            .remove("authorization");
+        serde_json::from_value(json).unwrap()
+    };
+    let json = serde_json::to_value(adapter.call(unauthorised).await.unwrap()).unwrap();
+    assert_eq!(json["statusCode"], 401, "{json}");
+    assert!(
+        json["headers"]["www-authenticate"]
+            .as_str()
+            .unwrap()
+            .starts_with("Bearer"),
+        "{json}"
+    );
+}
