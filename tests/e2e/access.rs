@@ -109,7 +109,8 @@ fn terraform_installs_with_a_token_and_reports_401_without_one() {
     assert!(output.contains("401"), "{output}");
 
     // The token never reaches the log; its use is recorded.
-    let secret = token.rsplit('_').next().unwrap();
+    // The secret is everything after `tfreg_<id>_` (it may itself contain '_').
+    let secret = token.splitn(3, '_').nth(2).unwrap();
     assert!(!server.log().contains(secret), "the token was logged");
     let data_arg = data.path().to_str().unwrap();
     let list = tfreg(&["token", "list", "--data", data_arg]);

@@ -59,7 +59,30 @@ impl Indexer {
     }
 
     /// Brings the index in line with the current state of `key`. Idempotent.
+    ///
+    /// Another invocation may handle an event of the same key at the same time (S3 delivers
+    /// a put and a delete to separate invocations), and its write may land before ours,
+    /// which was decided on older state. So after writing, the key's state is compared with
+    /// the state before: if it changed, the key is indexed again. Whoever writes last thus
+    /// leaves the index agreeing with the object.
     pub async fn index_key(&self, key: &str) -> Result<IndexOutcome, StoreError> {
+        if classify(key) == Classified::Ignored {
+            return self.index_key_once(key).await;
+        }
+        for _ in 0..3 {
+            let before = self.artifacts.head(key).await?.map(|m| m.revision);
+            let outcome = self.index_key_once(key).await?;
+            let after = self.artifacts.head(key).await?.map(|m| m.revision);
+            if before == after {
+                return Ok(outcome);
+            }
+        }
+        Err(StoreError::new(format!(
+            "{key} kept changing while being indexed; its next event or a reindex indexes it again"
+        )))
+    }
+
+    async fn index_key_once(&self, key: &str) -> Result<IndexOutcome, StoreError> {
         let artifact = match classify(key) {
             Classified::Ignored => {
                 tracing::debug!(key, "ignored: not part of the publishing layout");

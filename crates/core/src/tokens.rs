@@ -217,7 +217,7 @@ mod tests {
         assert!(!all
             .record
             .secret_sha256
-            .contains(all.token.rsplit('_').next().unwrap()));
+            .contains(all.token.splitn(3, '_').nth(2).unwrap()));
         assert_eq!(scoped.record.namespaces, [ns("acme")]);
         store.put(all.record.clone()).await.unwrap();
         store.put(scoped.record.clone()).await.unwrap();

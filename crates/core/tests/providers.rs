@@ -549,3 +549,72 @@ async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
     let doc = registry.provider_versions(&Access::All, &widget()).await;
     assert!(doc.is_ok(), "{}", World::report(&registry).await);
 }
+
+/// An artifact store in which a key is deleted right after the indexer first looks at it:
+/// a delete event handled by a concurrent invocation that wrote first.
+struct DeletedMeanwhile {
+    inner: Arc<MemoryArtifactStore>,
+    key: String,
+    heads_until_delete: std::sync::Mutex<usize>,
+}
+
+#[async_trait::async_trait]
+impl tfreg_core::ArtifactStore for DeletedMeanwhile {
+    async fn head(
+        &self,
+        key: &str,
+    ) -> Result<Option<tfreg_core::store::ObjectMeta>, tfreg_core::StoreError> {
+        let meta = self.inner.head(key).await;
+        if key == self.key {
+            let mut left = self.heads_until_delete.lock().unwrap();
+            if *left == 1 {
+                self.inner.delete(key);
+            }
+            *left = left.saturating_sub(1);
+        }
+        meta
+    }
+    async fn list(&self) -> Result<Vec<String>, tfreg_core::StoreError> {
+        self.inner.list().await
+    }
+    async fn open(
+        &self,
+        key: &str,
+    ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
+        self.inner.open(key).await
+    }
+    async fn download_url(
+        &self,
+        key: &str,
+        revision: Option<&str>,
+        origin: &Origin,
+    ) -> Result<String, tfreg_core::StoreError> {
+        self.inner.download_url(key, revision, origin).await
+    }
+}
+
+#[tokio::test]
+async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
+    let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
+    let inner = Arc::new(MemoryArtifactStore::new(signer));
+    let key = "modules/acme/network/aws/1.0.0.tar.gz";
+    inner.put(key, b"module".to_vec());
+    // The object disappears after the indexer's second look (the one it decides on).
+    let store = Arc::new(DeletedMeanwhile {
+        inner,
+        key: key.to_owned(),
+        heads_until_delete: std::sync::Mutex::new(2),
+    });
+    let metadata = Arc::new(MemoryMetadataStore::new());
+    let indexer = Indexer::new(metadata.clone(), store.clone());
+    let registry = Registry::new(metadata, store);
+    indexer.index_key(key).await.unwrap();
+    let address = tfreg_core::ModuleAddress::parse("acme", "network", "aws").unwrap();
+    assert!(
+        registry
+            .module_versions(&Access::All, &address)
+            .await
+            .is_err(),
+        "a deleted module is still listed"
+    );
+}

@@ -410,7 +410,8 @@ async fn every_protocol_endpoint_but_discovery_refuses_requests_without_a_valid_
     tokio::time::sleep(Duration::from_millis(2100)).await;
 
     let unknown = "tfreg_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned();
-    let wrong_secret = format!("{}_{}", good.rsplit_once('_').unwrap().0, "A".repeat(43));
+    let id = good.split('_').nth(1).unwrap();
+    let wrong_secret = format!("tfreg_{id}_{}", "A".repeat(43));
     let refusals: Vec<(Option<String>, &str)> = vec![
         (None, "requires a token"),
         (
