@@ -216,6 +216,7 @@ async fn a_partition_larger_than_one_query_page_is_read_whole() {
             format: tfreg_core::layout::ArchiveFormat::Zip,
             size: 1,
             revision: "e:1".into(),
+            sha256: String::new(),
         });
         tfreg_core::MetadataStore::put(aws.metadata.as_ref(), record)
             .await

@@ -102,17 +102,35 @@ impl Indexer {
                 version,
                 format,
             } => {
-                let record = self.artifacts.head(key).await?.map(|meta| {
-                    Record::ModuleArchive(ModuleArchive {
-                        address: address.clone(),
-                        version: version.clone(),
-                        key: key.to_owned(),
-                        format: *format,
-                        size: meta.size,
-                        revision: meta.revision,
-                    })
-                });
                 let id = RecordId::module_archive(address, version, key);
+                let record = match self.artifacts.open(key).await? {
+                    None => None,
+                    Some(body) => {
+                        // A checksum of what was published, read once per revision.
+                        let known = match self.metadata.get(&id).await? {
+                            Some(Record::ModuleArchive(a)) if a.revision == body.meta.revision => {
+                                Some(a.sha256)
+                            }
+                            _ => None,
+                        };
+                        let meta = body.meta.clone();
+                        let sha256 = match known {
+                            Some(sha256) => sha256,
+                            None => sha256_of(body.reader).await.map_err(|e| {
+                                StoreError::with_source(format!("cannot read {key}"), e)
+                            })?,
+                        };
+                        Some(Record::ModuleArchive(ModuleArchive {
+                            address: address.clone(),
+                            version: version.clone(),
+                            key: key.to_owned(),
+                            format: *format,
+                            size: meta.size,
+                            revision: meta.revision,
+                            sha256,
+                        }))
+                    }
+                };
                 self.put_or_delete(id, record).await?;
                 None
             }
@@ -566,6 +584,22 @@ impl Indexer {
             progress(done + 1, keys.len());
         }
         Ok(summary)
+    }
+}
+
+/// SHA-256 (hex) of everything a reader yields, in fixed-size chunks.
+async fn sha256_of(
+    mut reader: std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>,
+) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = reader.read(&mut buffer).await?;
+        if n == 0 {
+            return Ok(hex::encode(hasher.finalize()));
+        }
+        hasher.update(&buffer[..n]);
     }
 }
 

@@ -245,6 +245,19 @@ mod tests {
             ["1.0.0", "1.1.0", "2.0.0-beta.1"]
         );
 
+        // Each archive's checksum is recorded at publish.
+        let v1 = Version::parse("1.0.0").unwrap();
+        let archive = w
+            .registry
+            .module_archive(&Access::All, &addr("acme/network/aws"), &v1)
+            .await
+            .unwrap();
+        use sha2::Digest;
+        assert_eq!(
+            archive.sha256,
+            hex::encode(sha2::Sha256::digest(b"archive"))
+        );
+
         // A stale "created" event for a deleted object unpublishes it.
         w.artifacts.delete(keys[1]);
         let outcome = w.indexer.index_key(keys[1]).await.unwrap();

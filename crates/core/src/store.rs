@@ -144,6 +144,9 @@ pub struct ModuleArchive {
     /// The object revision that was indexed.
     #[serde(default)]
     pub revision: String,
+    /// SHA-256 of the archive as indexed (hex).
+    #[serde(default)]
+    pub sha256: String,
 }
 
 /// A provider package (zip) and its hashes, whether published under `providers/` or
