@@ -55,10 +55,11 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
-## The SAM template: cfn-lint and SAM's own validation (both offline)
+## The SAM template: cfn-lint, SAM's own validation, no dependency cycles (all offline)
 lint-template: venv
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/sam validate --lint --region us-east-1 --template-file template.yaml
+	$(VENV)/bin/python tests/tools/template_cycles.py template.yaml
 
 ## Format the code
 fmt:
