@@ -168,7 +168,7 @@ async fn redirect_mode_presigns_for_the_method_asked() {
         url.starts_with("https://registry.example.com/v1/artifacts/providers/"),
         "{url}"
     );
-    assert!(url.ends_with("&revision=v:abc"), "{url}");
+    assert!(url.ends_with("&revision=v%3Aabc"), "{url}");
 }
 
 #[test]

@@ -162,7 +162,11 @@ impl Indexer {
                     ReleaseFile::Sums => {
                         let problem = self.index_sums(key, provider, version).await?;
                         let sig_key = format!("{key}.sig");
-                        self.verify_signature(&sig_key, key, provider, version)
+                        let sig_problem = self
+                            .verify_signature(&sig_key, key, provider, version)
+                            .await?;
+                        let sig_exists = self.artifacts.head(&sig_key).await?.is_some();
+                        self.set_problem(&sig_key, sig_problem.filter(|_| sig_exists))
                             .await?;
                         problem
                     }
@@ -428,7 +432,12 @@ impl Indexer {
             };
             for record in self.metadata.query(&partition::provider(&provider)).await? {
                 if let Record::Signature(sig) = record {
-                    self.verify_signature(&sig.key, &sig.sums_key, &provider, &sig.version)
+                    let problem = self
+                        .verify_signature(&sig.key, &sig.sums_key, &provider, &sig.version)
+                        .await?;
+                    // `tfreg status` shows the signature's new verdict, not the old one.
+                    let exists = self.artifacts.head(&sig.key).await?.is_some();
+                    self.set_problem(&sig.key, problem.filter(|_| exists))
                         .await?;
                 }
             }

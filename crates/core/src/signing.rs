@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS, NON_ALPHANUMERIC};
 use rand::RngCore;
 use sha2::Sha256;
 
@@ -38,6 +38,14 @@ const SEGMENT: &AsciiSet = &CONTROLS
     .add(b'|')
     .add(b'&')
     .add(b'=');
+
+/// Query values are escaped but for unreserved characters: a revision such as an S3
+/// version id may hold `+`, which a query decoder would read as a space.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
 /// Why a download URL was refused. The client sees one message for all of them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,7 +123,7 @@ impl UrlSigner {
             .map(|s| utf8_percent_encode(s, SEGMENT).to_string())
             .collect();
         let revision = revision.map_or(String::new(), |r| {
-            format!("&revision={}", utf8_percent_encode(r, SEGMENT))
+            format!("&revision={}", utf8_percent_encode(r, QUERY_VALUE))
         });
         format!(
             "{}{}{}?expires={expires}&signature={signature}{revision}",
@@ -229,10 +237,13 @@ mod tests {
         let other = UrlSigner::new(vec![7; 32], Duration::from_secs(300));
         let (_, e2, s2) = parts(&other.url(&origin, &key, now));
         // A signature for one revision is not valid for another, or for none.
-        let pinned = signer().url_for_revision(&origin, &key, Some("v:1"), now);
+        let pinned = signer().url_for_revision(&origin, &key, Some("v:1+a/b="), now);
         let (_, e3, s3) = parts(&pinned);
-        assert!(pinned.ends_with("&revision=v:1"), "{pinned}");
-        assert_eq!(signer().verify(&key, Some("v:1"), e3, &s3, now), Ok(()));
+        assert!(pinned.ends_with("&revision=v%3A1%2Ba%2Fb%3D"), "{pinned}");
+        assert_eq!(
+            signer().verify(&key, Some("v:1+a/b="), e3, &s3, now),
+            Ok(())
+        );
         assert_eq!(
             signer().verify(&key, Some("v:2"), e3, &s3, now),
             Err(bad.clone())

@@ -189,7 +189,10 @@ pub async fn authenticate(
     if record.is_expired(now) {
         return Ok(Err(AuthError::Expired));
     }
-    store.record_use(id, now).await?;
+    // "Last used" is informational: failing to record it must not refuse a valid token.
+    if let Err(e) = store.record_use(id, now).await {
+        tracing::warn!(token_id = id, error = %e, "could not record a token's use");
+    }
     Ok(Ok(record.access()))
 }
 

@@ -1,7 +1,7 @@
 //! The API's one error type: every failure becomes `{"errors": [...]}` with the right status.
 //! Server-side failures are logged here, once, and their details never reach the client.
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::rejection::PathRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -92,12 +92,6 @@ impl From<StoreError> for ApiError {
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
         ApiError::BadRequest(format!("malformed path: {}", e.body_text()))
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(e: QueryRejection) -> Self {
-        ApiError::BadRequest(format!("malformed query: {}", e.body_text()))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Request extractors whose rejections are JSON errors, and the request's origin.
 
-use axum::extract::{FromRequestParts, Path, Query};
+use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use tfreg_core::Origin;
 
@@ -10,11 +10,6 @@ use crate::error::ApiError;
 #[derive(FromRequestParts)]
 #[from_request(via(Path), rejection(ApiError))]
 pub struct JsonPath<T>(pub T);
-
-/// `axum::extract::Query` with a JSON 400 instead of a plain-text rejection.
-#[derive(FromRequestParts)]
-#[from_request(via(Query), rejection(ApiError))]
-pub struct JsonQuery<T>(pub T);
 
 /// Where the client reached us (`https://` + the `Host` header, or the URI's authority for
 /// HTTP/2): the base of the absolute download URLs we hand out.

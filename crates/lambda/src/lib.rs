@@ -71,11 +71,12 @@ impl Config {
                 problem: format!("{text:?} is not a duration like 5m: {e}"),
             })?,
         };
-        if url_ttl < Duration::from_secs(10) || url_ttl > Duration::from_secs(7 * 24 * 3600) {
+        // A presigned URL dies with the temporary credentials of the function's role that
+        // signed it, whatever its own expiry says; Lambda's last for hours, not days.
+        if url_ttl < Duration::from_secs(10) || url_ttl > Duration::from_secs(3600) {
             return Err(ConfigError {
                 variable: "TFREG_URL_TTL",
-                problem: "must be between 10s and 7 days (presigned URLs last 7 days at most)"
-                    .into(),
+                problem: "must be between 10s and 1h (presigned URLs cannot outlive the function's temporary credentials)".into(),
             });
         }
         let hostname = match get("TFREG_HOSTNAME").filter(|h| !h.trim().is_empty()) {

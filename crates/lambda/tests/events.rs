@@ -114,10 +114,10 @@ fn configuration_errors_name_the_setting() {
         .unwrap_err()
         .to_string()
         .contains("TFREG_URL_TTL"));
-    assert!(with(("TFREG_URL_TTL", "30d"))
+    assert!(with(("TFREG_URL_TTL", "2h"))
         .unwrap_err()
         .to_string()
-        .contains("7 days"));
+        .contains("1h"));
     assert!(with(("TFREG_HOSTNAME", "bad host"))
         .unwrap_err()
         .to_string()

@@ -73,6 +73,7 @@ impl DataDirWatcher {
             store,
             indexer,
             known: HashMap::new(),
+            failed: BTreeSet::new(),
         };
         sync.rescan().await?;
         let task = tokio::spawn(sync.run(rx, options));
@@ -113,6 +114,9 @@ struct Sync {
     indexer: Arc<Indexer>,
     /// What the index was last told about each key.
     known: HashMap<String, ObjectMeta>,
+    /// Keys whose indexing failed: retried on every rescan until it succeeds (a failed
+    /// delete is in neither `known` nor on disk, so nothing else would bring it back).
+    failed: BTreeSet<String>,
 }
 
 impl Sync {
@@ -169,6 +173,7 @@ impl Sync {
                 .filter(|(k, meta)| self.known.get(*k) != Some(meta))
                 .map(|(k, _)| k.clone()),
         );
+        changed.extend(std::mem::take(&mut self.failed));
         self.settle(changed).await;
         Ok(())
     }
@@ -219,6 +224,7 @@ impl Sync {
                 (Err(e), _) | (_, Err(e)) => {
                     tracing::error!(key, error = %e, "could not index; will retry on the next rescan");
                     self.known.remove(&key);
+                    self.failed.insert(key);
                 }
             }
             if last_report.elapsed() >= Duration::from_secs(2) {

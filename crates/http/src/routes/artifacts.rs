@@ -12,7 +12,10 @@ use tfreg_core::layout::{classify, Artifact, Classified};
 use tokio_util::io::ReaderStream;
 
 use crate::error::ApiError;
-use crate::extract::{JsonPath, JsonQuery};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::Query;
+
+use crate::extract::JsonPath;
 use crate::AppState;
 
 #[derive(Deserialize)]
@@ -29,8 +32,12 @@ pub async fn download(
     State(state): State<AppState>,
     method: axum::http::Method,
     JsonPath(key): JsonPath<String>,
-    JsonQuery(query): JsonQuery<SignedQuery>,
+    query: Result<Query<SignedQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    // A query that does not even parse is a bad URL like any other: 403, not 400.
+    let Ok(Query(query)) = query else {
+        return Err(ApiError::Forbidden(REFUSED.into()));
+    };
     let Some(signer) = &state.signer else {
         return Err(ApiError::NotFound(
             "this registry does not serve downloads itself".into(),
