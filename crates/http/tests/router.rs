@@ -361,6 +361,11 @@ async fn malformed_requests_get_4xx_json() {
             "/v1/artifacts/%00?expires=1&signature=x",
             StatusCode::FORBIDDEN,
         ),
+        (
+            Method::GET,
+            "/v1/artifacts/modules/a/b/c/1.0.0.zip?expires=1&expires=2&signature=x",
+            StatusCode::FORBIDDEN,
+        ),
     ];
     for (method, uri, status) in cases {
         let reply = send(&g.app, method.clone(), uri).await;
