@@ -455,10 +455,12 @@ impl Indexer {
         version: &Version,
     ) -> Result<Option<String>, StoreError> {
         // Concurrent invocations (one per file event) may each verify and write; the last
-        // write may come from the one that read older files. So after writing, the verdict's
-        // revisions are compared with the files' current ones, and a stale verdict is
-        // computed again: whoever writes last leaves a verdict for the current files.
+        // write may come from the one that read older files or keys. So after writing, the
+        // verdict's inputs are compared with the current ones (the two files' revisions and
+        // the namespace's key records), and a stale verdict is computed again: whoever
+        // writes last leaves a verdict for the current files and keys.
         for _ in 0..3 {
+            let keys_before = self.keys_fingerprint(&provider.namespace).await?;
             let (problem, used) = self
                 .verify_signature_once(sig_key, sums_key, provider, version)
                 .await?;
@@ -466,7 +468,8 @@ impl Indexer {
                 self.artifacts.head(sig_key).await?.map(|m| m.revision),
                 self.artifacts.head(sums_key).await?.map(|m| m.revision),
             );
-            if used == current {
+            let keys_after = self.keys_fingerprint(&provider.namespace).await?;
+            if used == current && keys_before == keys_after {
                 return Ok(problem);
             }
         }
@@ -530,6 +533,23 @@ impl Indexer {
             }))
             .await?;
         Ok((problem, used))
+    }
+
+    /// The namespace's key records, by object and revision: what a verdict depended on.
+    async fn keys_fingerprint(
+        &self,
+        namespace: &Namespace,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self
+            .metadata
+            .query(&partition::keys(namespace))
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Key(k) => Some((k.key, k.revision)),
+                _ => None,
+            })
+            .collect())
     }
 
     async fn find_signer(

@@ -618,3 +618,81 @@ async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
         "a deleted module is still listed"
     );
 }
+
+/// A metadata store where a signing key's record disappears right after the signature's
+/// verification read the keys: a key removal handled concurrently, which found no verdict
+/// to re-check yet.
+struct KeyRemovedMeanwhile {
+    inner: MemoryMetadataStore,
+    queries_until_removal: std::sync::Mutex<usize>,
+}
+
+#[async_trait::async_trait]
+impl tfreg_core::MetadataStore for KeyRemovedMeanwhile {
+    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
+        self.inner.put(record).await
+    }
+    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
+        self.inner.delete(id).await
+    }
+    async fn get(
+        &self,
+        id: &tfreg_core::store::RecordId,
+    ) -> Result<Option<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.get(id).await
+    }
+    async fn query(
+        &self,
+        partition: &str,
+    ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        let records = self.inner.query(partition).await?;
+        if partition == "keys/acme" {
+            let remove = {
+                let mut left = self.queries_until_removal.lock().unwrap();
+                let remove = *left == 1;
+                *left = left.saturating_sub(1);
+                remove
+            };
+            if remove {
+                let id = tfreg_core::store::RecordId::signing_key(
+                    &tfreg_core::Namespace::parse("acme").unwrap(),
+                    "keys/acme/release.asc",
+                );
+                self.inner.delete(&id).await?;
+            }
+        }
+        Ok(records)
+    }
+}
+
+#[tokio::test]
+async fn a_verdict_computed_with_a_key_removed_meanwhile_is_computed_again() {
+    let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
+    let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+    let metadata = Arc::new(KeyRemovedMeanwhile {
+        inner: MemoryMetadataStore::new(),
+        queries_until_removal: std::sync::Mutex::new(usize::MAX),
+    });
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
+    let registry = Registry::new(metadata.clone(), artifacts.clone());
+    for (key, content) in [
+        ("keys/acme/release.asc".to_owned(), fixture("release.asc")),
+        (format!("{DIR}/{LINUX}"), fixture(LINUX)),
+        (format!("{DIR}/{SUMS}"), fixture(SUMS)),
+    ] {
+        artifacts.put(&key, content);
+        indexer.index_key(&key).await.unwrap();
+    }
+    // Given the key's object already deleted (its own event not handled yet) and its record
+    // removed by that concurrent handler right after the signature's run read the keys,
+    artifacts.delete("keys/acme/release.asc");
+    *metadata.queries_until_removal.lock().unwrap() = 2;
+    let sig = format!("{DIR}/{SUMS}.sig");
+    artifacts.put(&sig, fixture(&format!("{SUMS}.sig")));
+    indexer.index_key(&sig).await.unwrap();
+    // then the release is not served: the verdict was recomputed without the key.
+    assert!(registry
+        .provider_versions(&Access::All, &widget())
+        .await
+        .is_err());
+}
