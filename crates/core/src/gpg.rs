@@ -13,8 +13,9 @@ use pgp::crypto::public_key::PublicKeyAlgorithm;
 use pgp::packet::Signature;
 use pgp::types::{KeyDetails, Timestamp, VerifyingKey};
 
-/// Largest key or signature file read (real ones are a few KiB).
-pub const MAX_KEY_BYTES: u64 = 1 << 20;
+/// Largest key or signature file read (real ones are a few KiB; a key is stored whole in
+/// one DynamoDB item, which holds 400 KB at most).
+pub const MAX_KEY_BYTES: u64 = 256 * 1024;
 
 /// What the registry keeps of a trusted public key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -54,9 +55,22 @@ fn expiry(created: Timestamp, signatures: &[Signature]) -> Option<u64> {
     (after != 0).then(|| u64::from(created.as_secs()) + u64::from(after))
 }
 
+/// Parses an armored public key, keeping only the key's own signatures on its user IDs:
+/// certifications by other people (as `gpg --export` includes) say nothing about the key's
+/// validity or expiry, and are not verifiable without their keys.
 fn parse_armored(armor: &str) -> Result<SignedPublicKey, String> {
-    let (key, _) = SignedPublicKey::from_armor_single(Cursor::new(armor.as_bytes()))
+    let (mut key, _) = SignedPublicKey::from_armor_single(Cursor::new(armor.as_bytes()))
         .map_err(|e| format!("not an ASCII-armored OpenPGP public key: {e}"))?;
+    let key_id = key.legacy_key_id();
+    let fingerprint = key.fingerprint();
+    let own = |s: &Signature| {
+        s.issuer_key_id().into_iter().any(|id| *id == key_id)
+            || s.issuer_fingerprint().into_iter().any(|f| *f == fingerprint)
+    };
+    for user in &mut key.details.users {
+        user.signatures.retain(own);
+    }
+    key.details.users.retain(|u| !u.signatures.is_empty());
     Ok(key)
 }
 

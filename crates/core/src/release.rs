@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-/// Largest SHA256SUMS or manifest read (real ones are well under a KiB).
-pub const MAX_RELEASE_FILE_BYTES: u64 = 1 << 20;
+/// Largest SHA256SUMS or manifest read (real ones are well under a KiB; a SHA256SUMS is
+/// stored whole in one DynamoDB item, which holds 400 KB at most).
+pub const MAX_RELEASE_FILE_BYTES: u64 = 256 * 1024;
 
 /// Parses SHA256SUMS as `shasum -a 256` and goreleaser write it: `<64 hex>  <file name>` per
 /// line (a `*` before the name marks binary mode and is dropped).
