@@ -65,7 +65,9 @@ fn parse_armored(armor: &str) -> Result<SignedPublicKey, String> {
     let fingerprint = key.fingerprint();
     let own = |s: &Signature| {
         s.issuer_key_id().into_iter().any(|id| *id == key_id)
-            || s.issuer_fingerprint().into_iter().any(|f| *f == fingerprint)
+            || s.issuer_fingerprint()
+                .into_iter()
+                .any(|f| *f == fingerprint)
     };
     for user in &mut key.details.users {
         user.signatures.retain(own);
