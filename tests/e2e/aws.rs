@@ -387,22 +387,19 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
     let token = token_out.lines().last().unwrap().to_owned();
     let state = TempDir::new().unwrap();
     let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let server = Server::start_with_env(
-        state.path(),
-        &[
-            "--table",
-            TABLE,
-            "--bucket",
-            BUCKET,
-            "--hostname",
-            "registry.example.test",
-            "--tls-cert",
-            cert_arg,
-            "--tls-key",
-            key_arg,
-        ],
-        &env,
-    );
+    let serve_args = [
+        "--table",
+        TABLE,
+        "--bucket",
+        BUCKET,
+        "--hostname",
+        "registry.example.test",
+        "--tls-cert",
+        cert_arg,
+        "--tls-key",
+        key_arg,
+    ];
+    let server = Server::start_with_env(state.path(), &serve_args, &env);
 
     // then Terraform installs both, downloading from the emulator.
     let (tf, output) = install(&server, &token, &cert);
@@ -420,24 +417,8 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
 
     // In redirect mode, Terraform's HEAD and GET both reach the registry, which sends each
     // to a URL presigned for that method.
-    let redirecting = Server::start_with_env(
-        state.path(),
-        &[
-            "--table",
-            TABLE,
-            "--bucket",
-            BUCKET,
-            "--hostname",
-            "registry.example.test",
-            "--tls-cert",
-            cert_arg,
-            "--tls-key",
-            key_arg,
-            "--downloads",
-            "redirect",
-        ],
-        &env,
-    );
+    let redirect_args = [&serve_args[..], &["--downloads", "redirect"]].concat();
+    let redirecting = Server::start_with_env(state.path(), &redirect_args, &env);
     let (_, output) = install(&redirecting, &token, &cert);
     assert!(
         output.contains("Installed registry.example.test/acme/widget v1.0.0"),

@@ -459,21 +459,43 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     );
 }
 
-/// An artifact store whose next read of one key returns older content than it now holds:
-/// what an indexer invocation sees when a concurrent upload lands right after its read.
-struct StaleReadStore {
+/// An artifact store that simulates, for one key, what a concurrent invocation does to an
+/// indexer's view: its next read returns older content than the store now holds (an upload
+/// landed right after the read), or the key is deleted after a number of looks (a delete
+/// handled by an invocation that wrote first).
+struct Interleaved {
     inner: Arc<MemoryArtifactStore>,
     key: String,
-    stale: std::sync::Mutex<Option<Vec<u8>>>,
+    stale_read: std::sync::Mutex<Option<Vec<u8>>>,
+    heads_until_delete: std::sync::Mutex<usize>,
+}
+
+impl Interleaved {
+    fn new(inner: Arc<MemoryArtifactStore>, key: &str) -> Interleaved {
+        Interleaved {
+            inner,
+            key: key.to_owned(),
+            stale_read: std::sync::Mutex::new(None),
+            heads_until_delete: std::sync::Mutex::new(usize::MAX),
+        }
+    }
 }
 
 #[async_trait::async_trait]
-impl tfreg_core::ArtifactStore for StaleReadStore {
+impl tfreg_core::ArtifactStore for Interleaved {
     async fn head(
         &self,
         key: &str,
     ) -> Result<Option<tfreg_core::store::ObjectMeta>, tfreg_core::StoreError> {
-        self.inner.head(key).await
+        let meta = self.inner.head(key).await;
+        if key == self.key {
+            let mut left = self.heads_until_delete.lock().unwrap();
+            if *left == 1 {
+                self.inner.delete(key);
+            }
+            *left = left.saturating_sub(1);
+        }
+        meta
     }
     async fn list(&self) -> Result<Vec<String>, tfreg_core::StoreError> {
         self.inner.list().await
@@ -483,7 +505,7 @@ impl tfreg_core::ArtifactStore for StaleReadStore {
         key: &str,
     ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
         if key == self.key {
-            if let Some(old) = self.stale.lock().unwrap().take() {
+            if let Some(old) = self.stale_read.lock().unwrap().take() {
                 return Ok(Some(tfreg_core::store::ObjectBody {
                     meta: tfreg_core::store::ObjectMeta {
                         size: old.len() as u64,
@@ -510,11 +532,7 @@ async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
     let inner = Arc::new(MemoryArtifactStore::new(signer));
     let sums_key = format!("{DIR}/{SUMS}");
-    let store = Arc::new(StaleReadStore {
-        inner: inner.clone(),
-        key: sums_key.clone(),
-        stale: std::sync::Mutex::new(None),
-    });
+    let store = Arc::new(Interleaved::new(inner.clone(), &sums_key));
     let metadata = Arc::new(MemoryMetadataStore::new());
     let indexer = Indexer::new(metadata.clone(), store.clone());
     let registry = Registry::new(metadata, store.clone());
@@ -540,7 +558,7 @@ async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
     );
     // when an invocation verifies the signature against SHA256SUMS content that was
     // replaced right after it read it (and so writes its verdict last),
-    *store.stale.lock().unwrap() = Some(b"an older SHA256SUMS".to_vec());
+    *store.stale_read.lock().unwrap() = Some(b"an older SHA256SUMS".to_vec());
     indexer
         .index_key(&format!("{DIR}/{SUMS}.sig"))
         .await
@@ -550,49 +568,6 @@ async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
     assert!(doc.is_ok(), "{}", World::report(&registry).await);
 }
 
-/// An artifact store in which a key is deleted right after the indexer first looks at it:
-/// a delete event handled by a concurrent invocation that wrote first.
-struct DeletedMeanwhile {
-    inner: Arc<MemoryArtifactStore>,
-    key: String,
-    heads_until_delete: std::sync::Mutex<usize>,
-}
-
-#[async_trait::async_trait]
-impl tfreg_core::ArtifactStore for DeletedMeanwhile {
-    async fn head(
-        &self,
-        key: &str,
-    ) -> Result<Option<tfreg_core::store::ObjectMeta>, tfreg_core::StoreError> {
-        let meta = self.inner.head(key).await;
-        if key == self.key {
-            let mut left = self.heads_until_delete.lock().unwrap();
-            if *left == 1 {
-                self.inner.delete(key);
-            }
-            *left = left.saturating_sub(1);
-        }
-        meta
-    }
-    async fn list(&self) -> Result<Vec<String>, tfreg_core::StoreError> {
-        self.inner.list().await
-    }
-    async fn open(
-        &self,
-        key: &str,
-    ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
-        self.inner.open(key).await
-    }
-    async fn download_url(
-        &self,
-        key: &str,
-        revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, tfreg_core::StoreError> {
-        self.inner.download_url(key, revision, origin).await
-    }
-}
-
 #[tokio::test]
 async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
@@ -600,11 +575,8 @@ async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
     let key = "modules/acme/network/aws/1.0.0.tar.gz";
     inner.put(key, b"module".to_vec());
     // The object disappears after the indexer's second look (the one it decides on).
-    let store = Arc::new(DeletedMeanwhile {
-        inner,
-        key: key.to_owned(),
-        heads_until_delete: std::sync::Mutex::new(2),
-    });
+    let store = Arc::new(Interleaved::new(inner, key));
+    *store.heads_until_delete.lock().unwrap() = 2;
     let metadata = Arc::new(MemoryMetadataStore::new());
     let indexer = Indexer::new(metadata.clone(), store.clone());
     let registry = Registry::new(metadata, store);
