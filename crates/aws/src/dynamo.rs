@@ -124,6 +124,32 @@ impl Table {
             }
         }
     }
+
+    /// Every item outside the tokens' partition: for a full reindex only, never on the
+    /// request path (a Scan reads the whole table).
+    async fn scan_records(&self) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.name)
+                .filter_expression("#pk <> :tokens")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":tokens", AttributeValue::S(TOKENS_PARTITION.into()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| failed("Scan", &self.name, e.into_service_error()))?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(next) if !next.is_empty() => start = Some(next),
+                _ => return Ok(items),
+            }
+        }
+    }
 }
 
 /// Creates the table as `template.yaml` defines it (for emulators and tests; in AWS the
@@ -211,6 +237,15 @@ impl MetadataStore for DynamoMetadataStore {
     async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
         self.table
             .query(partition)
+            .await?
+            .iter()
+            .map(|item| self.decode(item))
+            .collect()
+    }
+
+    async fn scan(&self) -> Result<Vec<Record>, StoreError> {
+        self.table
+            .scan_records()
             .await?
             .iter()
             .map(|item| self.decode(item))

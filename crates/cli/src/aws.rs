@@ -4,11 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, Indexer, MetadataStore};
+use tfreg_core::{ArtifactStore, Hostname, Indexer, MetadataStore};
 
 /// The adapters over one table and bucket.
 pub struct Aws {
@@ -57,23 +58,41 @@ pub struct ReindexArgs {
     /// The registry's S3 bucket.
     #[arg(long, env = "TFREG_BUCKET")]
     bucket: String,
+    /// The registry's hostname (the stack's DomainName): uploads under
+    /// `mirror/<hostname>/` are refused, as the indexer function refuses them.
+    #[arg(long, env = "TFREG_HOSTNAME")]
+    hostname: Option<String>,
 }
 
-/// `tfreg reindex`: every object in the bucket through the indexer, as S3 events would
-/// deliver them. Idempotent: run it after the first deploy onto an existing bucket, or to
-/// rebuild a lost table.
+/// `tfreg reindex`: every object in the bucket, and every object the table still has
+/// records of, through the indexer, as S3 events would deliver them, so the table matches
+/// the bucket both ways. Idempotent: run it after the first deploy onto an existing bucket,
+/// after lost events, or to rebuild a lost table.
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
     let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300), None).await;
-    let indexer = Indexer::new(aws.metadata, aws.artifacts);
-    let summary = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
+    let hostname = args
+        .hostname
+        .as_deref()
+        .map(Hostname::parse)
+        .transpose()
+        .context("--hostname")?;
+    let indexer = Indexer::new(aws.metadata, aws.artifacts).with_hostname(hostname);
+    let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
+    for change in &report.changes {
+        println!("{change}");
+    }
     println!(
-        "reindexed s3://{}: {} published, {} rejected (see `tfreg status` or the log), {} failed",
-        args.bucket, summary.published, summary.rejected, summary.failed
+        "reindexed s3://{}: {} changed, {} published, {} rejected (see `tfreg status` or the log), {} failed",
+        args.bucket,
+        report.changes.len(),
+        report.published,
+        report.rejected,
+        report.failed
     );
-    if summary.failed > 0 {
+    if report.failed > 0 {
         anyhow::bail!(
             "{} objects could not be indexed; run reindex again",
-            summary.failed
+            report.failed
         );
     }
     Ok(())

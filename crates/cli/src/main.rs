@@ -78,7 +78,7 @@ fn main() -> ExitCode {
 async fn reindex_with_progress(
     indexer: &tfreg_core::Indexer,
     template: &str,
-) -> anyhow::Result<tfreg_core::index::ReindexSummary> {
+) -> anyhow::Result<tfreg_core::index::ReindexReport> {
     let style =
         indicatif::ProgressStyle::with_template(&format!("{template} {{wide_bar}} {{elapsed}}"))?;
     let bar = indicatif::ProgressBar::new(0).with_style(style);
@@ -96,9 +96,11 @@ async fn reindex_with_progress(
 fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
     use anyhow::Context;
     for file in files {
-        let hashes = tfreg_core::hash::hash_zip_file(&file)
+        let limits = tfreg_core::hash::PackageLimits::default();
+        let hashes = tfreg_core::hash::hash_zip_file(&file, &limits)
             .with_context(|| format!("cannot hash {}", file.display()))?;
-        println!("{}  {}  {}", hashes.h1, hashes.zh(), file.display());
+        let h1 = hashes.h1.as_deref().unwrap_or_default();
+        println!("{h1}  {}  {}", hashes.zh(), file.display());
     }
     Ok(())
 }

@@ -124,7 +124,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ => {
             let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
             let metadata = Arc::new(MemoryMetadataStore::new());
-            let indexer = Arc::new(Indexer::new(metadata.clone(), artifacts.clone()));
+            let indexer = Arc::new(
+                Indexer::new(metadata.clone(), artifacts.clone())
+                    .with_hostname(Some(registry_hostname.clone())),
+            );
             tracing::info!(data = %data.display(), "indexing the data directory");
             let watch = WatchOptions {
                 rescan_interval: args.rescan_interval,

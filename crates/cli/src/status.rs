@@ -29,6 +29,10 @@ pub struct StatusArgs {
     /// The AWS shape's S3 bucket (with --table).
     #[arg(long, env = "TFREG_BUCKET", requires = "table")]
     bucket: Option<String>,
+    /// The registry's hostname, as `tfreg serve --hostname` has it: uploads under
+    /// `mirror/<hostname>/` are reported as refused, as the server refuses them.
+    #[arg(long, env = "TFREG_HOSTNAME")]
+    hostname: Option<String>,
 }
 
 pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
@@ -51,7 +55,13 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     ));
     let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
     let metadata = Arc::new(MemoryMetadataStore::new());
-    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
+    let hostname = args
+        .hostname
+        .as_deref()
+        .map(Hostname::parse)
+        .transpose()
+        .context("--hostname")?;
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone()).with_hostname(hostname);
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 

@@ -67,6 +67,14 @@ impl MetadataStore for MemoryMetadataStore {
             .map(|records| records.values().cloned().collect())
             .unwrap_or_default())
     }
+
+    async fn scan(&self) -> Result<Vec<Record>, StoreError> {
+        let partitions = self.partitions.read().map_err(|_| poisoned())?;
+        Ok(partitions
+            .values()
+            .flat_map(|records| records.values().cloned())
+            .collect())
+    }
 }
 
 /// Tokens held in memory, for tests.
@@ -169,10 +177,12 @@ impl ArtifactStore for MemoryArtifactStore {
     async fn download_url(
         &self,
         key: &str,
-        _revision: Option<&str>,
+        revision: Option<&str>,
         origin: &Origin,
     ) -> Result<String, StoreError> {
-        Ok(self.signer.url(origin, key, SystemTime::now()))
+        Ok(self
+            .signer
+            .url_for_revision(origin, key, revision, SystemTime::now()))
     }
 }
 

@@ -2,6 +2,8 @@
 //! time they are read. A version is served only when its SHA256SUMS is signed by a currently
 //! valid key of its namespace; a platform only when its zip matches its SHA256SUMS line.
 //! The same judgement explains to publishers (`tfreg status`) why something is not served.
+//! A verdict also counts only while the key that made it is still published, so removing a
+//! key unpublishes what it signed at once, before anything is verified again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
@@ -52,9 +54,59 @@ struct Files<'a> {
     packages: Vec<&'a PackageRecord>,
 }
 
-/// Judges every version in a provider's partition.
+/// The signing keys a namespace has now (`keys/<namespace>/...` objects and their indexed
+/// revisions, valid ones only): a verdict made with any other key no longer counts, even
+/// before the release is verified again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CurrentKeys(BTreeSet<(String, String)>);
+
+impl CurrentKeys {
+    /// From the records of a namespace's keys partition.
+    pub fn from_records(records: &[Record]) -> Self {
+        Self(
+            records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Key(k) if k.verdict.is_ok() => {
+                        Some((k.key.clone(), k.revision.clone()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
+    fn contains(&self, key: &str, revision: &str) -> bool {
+        self.0.contains(&(key.to_owned(), revision.to_owned()))
+    }
+}
+
+/// File name to SHA-256 of every package that a verified signature of `version` vouches
+/// for (the union over the release's spellings): what may be unpacked.
+pub fn signed_entries(provider_records: &[Record], version: &Version) -> BTreeMap<String, String> {
+    let mut entries = BTreeMap::new();
+    for record in provider_records {
+        let Record::Sums(sums) = record else { continue };
+        if &sums.version != version {
+            continue;
+        }
+        let signed = provider_records.iter().any(|r| {
+            matches!(r, Record::Signature(sig)
+                if sig.sums_key == sums.key
+                    && sig.sums_revision.as_deref() == Some(sums.revision.as_str())
+                    && sig.verdict.is_ok())
+        });
+        if signed {
+            entries.extend(sums.entries.clone());
+        }
+    }
+    entries
+}
+
+/// Judges every version in a provider's partition, against the namespace's current keys.
 pub fn evaluate(
     provider_records: &[Record],
+    keys: &CurrentKeys,
     now: SystemTime,
 ) -> Vec<(ReleaseReport, Option<ServedRelease>)> {
     let mut by_version: BTreeMap<&Version, Files<'_>> = BTreeMap::new();
@@ -71,42 +123,96 @@ pub fn evaluate(
     }
     by_version
         .into_iter()
-        .map(|(version, files)| judge(version, files, now))
+        .map(|(version, files)| judge(version, files, keys, now))
         .collect()
+}
+
+/// The verdict on one spelling of a release's SHA256SUMS: who signed it, or why it is not
+/// (yet) signed.
+fn signature_verdict<'a>(
+    sums: &SumsRecord,
+    signatures: &[&'a SignatureRecord],
+    keys: &CurrentKeys,
+    now: SystemTime,
+) -> (Option<&'a SignatureRecord>, Result<PublicKeyInfo, String>) {
+    let Some(sig) = signatures
+        .iter()
+        .find(|sig| sig.sums_key == sums.key)
+        .copied()
+    else {
+        return (
+            None,
+            Err(format!("{}.sig has not been published", file(&sums.key))),
+        );
+    };
+    let verdict = if sig.sums_revision.as_deref() != Some(sums.revision.as_str()) {
+        Err(format!(
+            "the signature of {} has not been checked against its current content yet",
+            file(&sums.key)
+        ))
+    } else {
+        match &sig.verdict {
+            Err(reason) => Err(format!("signature refused: {reason}")),
+            Ok(by) if by.key_info.is_expired(now) => Err(format!(
+                "the key that signed it ({}, {}) has expired",
+                by.key_id, by.key
+            )),
+            Ok(by) if !keys.contains(&by.key, &by.key_revision) => Err(format!(
+                "the key that signed it ({}, {}) has been removed or replaced; the release is verified again against the keys there are now",
+                by.key_id, by.key
+            )),
+            Ok(by) => Ok(by.key_info.clone()),
+        }
+    };
+    (Some(sig), verdict)
+}
+
+/// The folder of a key (everything before its last `/`).
+fn folder(key: &str) -> &str {
+    key.rsplit_once('/').map_or("", |(folder, _)| folder)
 }
 
 fn judge(
     version: &Version,
     mut files: Files<'_>,
+    keys: &CurrentKeys,
     now: SystemTime,
 ) -> (ReleaseReport, Option<ServedRelease>) {
-    // Several spellings of one file (case variants) are possible; the choice is deterministic.
+    // Several spellings of one file (case variants of a folder) are possible: a spelling
+    // that verifies wins over one that does not, so a stray unsigned copy never hides a
+    // signed release; otherwise the choice is deterministic, by key.
     files.sums.sort_by(|a, b| a.key.cmp(&b.key));
     files.manifests.sort_by(|a, b| a.key.cmp(&b.key));
     files.packages.sort_by(|a, b| a.key.cmp(&b.key));
+    let judged: Vec<_> = files
+        .sums
+        .iter()
+        .map(|s| (*s, signature_verdict(s, &files.signatures, keys, now)))
+        .collect();
+    let chosen = judged
+        .iter()
+        .find(|(_, (_, verdict))| verdict.is_ok())
+        .or(judged.first());
     let mut problems = Vec::new();
-    let sums = files.sums.first().copied();
-    let signature = sums.and_then(|s| files.signatures.iter().find(|sig| sig.sums_key == s.key));
-    let mut signer = None;
-    match (sums, signature) {
-        (None, _) => problems.push("its SHA256SUMS has not been published".to_owned()),
-        (Some(s), None) => problems.push(format!("{}.sig has not been published", file(&s.key))),
-        (Some(s), Some(sig)) if sig.sums_revision.as_deref() != Some(s.revision.as_str()) => {
-            problems.push(format!(
-                "the signature of {} has not been checked against its current content yet",
-                file(&s.key)
-            ))
+    let (sums, signature, signer) = match chosen {
+        None => {
+            problems.push("its SHA256SUMS has not been published".to_owned());
+            (None, None, None)
         }
-        (Some(_), Some(sig)) => match &sig.verdict {
-            Err(reason) => problems.push(format!("signature refused: {reason}")),
-            Ok(by) if by.key_info.is_expired(now) => problems.push(format!(
-                "the key that signed it ({}, {}) has expired",
-                by.key_id, by.key
-            )),
-            Ok(by) => signer = Some(by.key_info.clone()),
-        },
-    }
-    let protocols = match files.manifests.first().map(|m| &m.protocols) {
+        Some((sums, (signature, verdict))) => {
+            if let Err(reason) = verdict {
+                problems.push(reason.clone());
+            }
+            (Some(*sums), *signature, verdict.clone().ok())
+        }
+    };
+    // The manifest beside the chosen SHA256SUMS, else the first one.
+    let manifest = files
+        .manifests
+        .iter()
+        .find(|m| sums.is_some_and(|s| folder(&m.key) == folder(&s.key)))
+        .or(files.manifests.first());
+    let protocols = match manifest.map(|m| &m.protocols) {
         None => default_protocols(),
         Some(Ok(protocols)) => protocols.clone(),
         Some(Err(reason)) => {
@@ -114,12 +220,12 @@ fn judge(
             vec![]
         }
     };
-    let mut platforms = BTreeMap::new();
+    let signed = signer.is_some();
+    let mut platforms: BTreeMap<Platform, Result<(), String>> = BTreeMap::new();
     let mut packages = BTreeMap::new();
-    let mut seen = BTreeSet::new();
     for package in files.packages {
-        if !seen.insert(&package.platform) {
-            continue;
+        if platforms.get(&package.platform).is_some_and(Result::is_ok) {
+            continue; // a matching spelling of this platform was found already
         }
         let verdict = match sums.map(|s| s.entries.get(package.filename())) {
             None => Err("waiting for SHA256SUMS".to_owned()),
@@ -132,12 +238,23 @@ fn judge(
                 package.filename(),
                 package.hashes.sha256
             )),
+            Some(Some(_)) if package.hashes.h1.is_none() && !signed => Err(format!(
+                "{} matches SHA256SUMS; it is unpacked and checked once the signature verifies",
+                package.filename()
+            )),
+            Some(Some(_)) if package.hashes.h1.is_none() => Err(format!(
+                "{} is being unpacked and checked",
+                package.filename()
+            )),
             Some(Some(_)) => {
                 packages.insert(package.platform.clone(), package.clone());
                 Ok(())
             }
         };
-        platforms.insert(package.platform.clone(), verdict);
+        let first_seen = !platforms.contains_key(&package.platform);
+        if first_seen || verdict.is_ok() {
+            platforms.insert(package.platform.clone(), verdict);
+        }
     }
     let report = ReleaseReport {
         version: version.clone(),

@@ -11,7 +11,7 @@ use crate::protocol::{
     ModuleVersionList, ModuleVersions, ProviderDownload, ProviderPlatform, ProviderVersion,
     ProviderVersions, SigningKeys,
 };
-use crate::providers::{evaluate, ReleaseReport, ServedRelease};
+use crate::providers::{evaluate, CurrentKeys, ReleaseReport, ServedRelease};
 use crate::store::{
     partition, ArtifactStore, MetadataStore, ModuleArchive, Origin, PackageRecord, ProblemRecord,
     Record, StoreError,
@@ -144,13 +144,20 @@ impl Registry {
             .await?)
     }
 
-    /// Judges every version of a provider: one query, of the provider's partition.
+    /// Judges every version of a provider: two queries at once, of the provider's partition
+    /// and of its namespace's keys (a verdict counts only while its key is still there).
     async fn provider_releases(
         &self,
         provider: &ProviderAddress,
     ) -> Result<Vec<(ReleaseReport, Option<ServedRelease>)>, StoreError> {
-        let records = self.metadata.query(&partition::provider(provider)).await?;
-        Ok(evaluate(&records, SystemTime::now()))
+        let (releases, keys) = (
+            partition::provider(provider),
+            partition::keys(&provider.namespace),
+        );
+        let (records, keys) =
+            tokio::join!(self.metadata.query(&releases), self.metadata.query(&keys));
+        let keys = CurrentKeys::from_records(&keys?);
+        Ok(evaluate(&records?, &keys, SystemTime::now()))
     }
 
     /// The served releases a request may see: none outside its token's namespaces, exactly
@@ -284,8 +291,9 @@ impl Registry {
     }
 
     /// Every package the mirror offers for `hostname/provider`, by version and platform:
-    /// what was uploaded under `mirror/`, and for the registry's own hostname its served
-    /// providers (which win over uploads of the same version and platform).
+    /// what was uploaded under `mirror/<hostname>/`; for the registry's own hostname, its
+    /// served (signed) providers only, never an upload: an unsigned zip must not pass for
+    /// one of the registry's own providers.
     async fn mirror_packages(
         &self,
         access: &Access,
@@ -296,6 +304,15 @@ impl Registry {
             return Ok(BTreeMap::new());
         }
         let mut packages: BTreeMap<Version, BTreeMap<Platform, PackageRecord>> = BTreeMap::new();
+        if self.hostname.as_ref() == Some(hostname) {
+            for release in self.served_releases(access, provider).await? {
+                packages
+                    .entry(release.version)
+                    .or_default()
+                    .extend(release.packages);
+            }
+            return Ok(packages);
+        }
         let mut uploaded: Vec<PackageRecord> = self
             .metadata
             .query(&partition::mirror(hostname, provider))
@@ -313,14 +330,6 @@ impl Registry {
                 .entry(package.version.clone())
                 .or_default()
                 .insert(package.platform.clone(), package);
-        }
-        if self.hostname.as_ref() == Some(hostname) {
-            for release in self.served_releases(access, provider).await? {
-                packages
-                    .entry(release.version)
-                    .or_default()
-                    .extend(release.packages);
-            }
         }
         Ok(packages)
     }
@@ -368,7 +377,15 @@ impl Registry {
                 .artifacts
                 .download_url(&package.key, Some(&package.revision), origin)
                 .await?;
-            let hashes = vec![package.hashes.h1.clone(), package.hashes.zh()];
+            // Every package offered here was unpacked when it was indexed (a served
+            // release's packages, or an upload), so its `h1:` is known.
+            let hashes = package
+                .hashes
+                .h1
+                .iter()
+                .cloned()
+                .chain([package.hashes.zh()])
+                .collect();
             archives.insert(platform.to_string(), MirrorArchive { url, hashes });
         }
         Ok(MirrorVersion { archives })

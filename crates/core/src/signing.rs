@@ -54,7 +54,12 @@ pub enum SignatureError {
     Expired,
     #[error("the download URL's signature does not match")]
     BadSignature,
+    #[error("the download URL expires later than this registry's URLs ever do")]
+    TooLong,
 }
+
+/// Clock difference tolerated between the server that issued a URL and the one checking it.
+const CLOCK_SLACK_SECS: u64 = 60;
 
 /// Signs and verifies download URLs with a server secret.
 #[derive(Clone)]
@@ -150,8 +155,18 @@ impl UrlSigner {
             .verify_slice(&given)
             .map_err(|_| SignatureError::BadSignature)?;
         // Checked after the signature, so an expiry can't be probed without a valid signature.
-        if unix_seconds(now) > expires {
+        let now = unix_seconds(now);
+        if now > expires {
             return Err(SignatureError::Expired);
+        }
+        // No URL this server issues lives longer than its lifetime: one that does was not
+        // made with the current settings (a forgery with a leaked secret, or a URL from
+        // before the lifetime was shortened), and is refused.
+        let longest = now
+            .saturating_add(self.ttl.as_secs().max(1))
+            .saturating_add(CLOCK_SLACK_SECS);
+        if expires > longest {
+            return Err(SignatureError::TooLong);
         }
         Ok(())
     }
@@ -250,6 +265,23 @@ mod tests {
         );
         assert_eq!(signer().verify(&key, None, e3, &s3, now), Err(bad.clone()));
         assert_eq!(signer().verify(&key, None, e2, &s2, now), Err(bad));
+    }
+
+    #[test]
+    fn a_url_valid_for_longer_than_the_lifetime_is_refused() {
+        // A URL signed with the right secret but an expiry a year away (as one forged with a
+        // leaked secret would be) is refused: no URL this server issues lives that long.
+        let origin = Origin::https("127.0.0.1:1").unwrap();
+        let now = SystemTime::now();
+        let long = UrlSigner::new(signer().secret.clone(), Duration::from_secs(365 * 86400));
+        let (key, expires, sig) = parts(&long.url(&origin, "modules/a/b/c/1.0.0.zip", now));
+        assert_eq!(long.verify(&key, None, expires, &sig, now), Ok(()));
+        assert_eq!(
+            signer().verify(&key, None, expires, &sig, now),
+            Err(SignatureError::TooLong)
+        );
+        let (key, expires, sig) = parts(&signer().url(&origin, "modules/a/b/c/1.0.0.zip", now));
+        assert_eq!(signer().verify(&key, None, expires, &sig, now), Ok(()));
     }
 
     #[test]

@@ -125,10 +125,21 @@ pub trait ArtifactStore: Send + Sync {
         Ok(None)
     }
 
-    /// The object as a local file, when the store keeps it in one: hashing then reads it in
-    /// place instead of spooling a copy.
-    fn local_path(&self, _key: &str) -> Option<std::path::PathBuf> {
-        None
+    /// The object opened as a local file, when the store keeps it in one: hashing then reads
+    /// it in place instead of spooling a copy. `Ok(None)` when the store has no local files
+    /// or there is no such object.
+    async fn open_local(
+        &self,
+        _key: &str,
+    ) -> Result<Option<(std::fs::File, ObjectMeta)>, StoreError> {
+        Ok(None)
+    }
+
+    /// Why something that exists at `key` is never read, for stores where that can happen
+    /// (a symbolic link or a FIFO in the data directory); `None` otherwise. Such a key is
+    /// absent for [`ArtifactStore::head`] and [`ArtifactStore::open`].
+    async fn refusal(&self, _key: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
     }
 }
 
@@ -384,6 +395,10 @@ pub trait MetadataStore: Send + Sync {
 
     /// Every record of a partition, in sort-key order.
     async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError>;
+
+    /// Every record in the store, for a full reindex (which must also forget what is no
+    /// longer published). Expensive: never on the request path.
+    async fn scan(&self) -> Result<Vec<Record>, StoreError>;
 }
 
 #[cfg(test)]

@@ -190,7 +190,9 @@ pub async fn run_indexer() -> Result<(), Error> {
     init_tracing();
     let config = Config::from_env()?;
     let stores = Stores::connect(&config).await;
-    let indexer = Arc::new(Indexer::new(stores.metadata, stores.artifacts));
+    let indexer = Arc::new(
+        Indexer::new(stores.metadata, stores.artifacts).with_hostname(config.hostname.clone()),
+    );
     let bucket = config.bucket.clone();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| {
         let indexer = Arc::clone(&indexer);

@@ -1,11 +1,22 @@
 //! The data directory as an [`ArtifactStore`]: object keys are paths relative to its root.
+//!
+//! Publishers may put anything in the data directory, so nothing in it is trusted. A key is
+//! resolved one folder at a time from the root without ever following a symbolic link
+//! (`openat` with `O_NOFOLLOW`), so no link can lead a read out of the data directory or
+//! into its state folder; only regular files are read (a FIFO would block the reader
+//! forever), and a hard link to one of the state folder's files is refused. Anything that
+//! is there but never read gets a reason, which the indexer records for `tfreg status`.
 
+use std::collections::HashSet;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+use rustix::io::Errno;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::{ObjectBody, ObjectMeta};
 use tfreg_core::{ArtifactStore, Origin, StoreError};
@@ -14,10 +25,54 @@ use tokio::io::AsyncReadExt;
 /// The folder, under the data directory, that holds the server's own state. Never published.
 pub const STATE_DIR_NAME: &str = ".tfreg";
 
+const LINK: &str =
+    "a symbolic link: links in the data directory are never followed; copy the file in instead";
+const SPECIAL: &str =
+    "not a regular file (a FIFO, socket or device): only regular files are published";
+const STATE_LINK: &str =
+    "a hard link to a file of the server's own state folder (.tfreg): never served";
+
 #[derive(Debug, Clone)]
 pub struct FsArtifactStore {
     root: PathBuf,
     signer: Arc<UrlSigner>,
+}
+
+/// What lies at a key's path, looked up without following links.
+enum Lookup {
+    Missing,
+    /// Something that is never read, and why.
+    Refused {
+        reason: &'static str,
+        stat: Stat,
+    },
+    /// A regular file, in the folder `parent` (an open descriptor: the file is opened
+    /// relative to it, so a folder swapped for a link meanwhile changes nothing).
+    File {
+        parent: OwnedFd,
+        name: String,
+        stat: Stat,
+    },
+}
+
+/// The parts of a `stat` the store uses, whatever the platform's field types.
+#[allow(clippy::unnecessary_cast)]
+fn identity(stat: &Stat) -> (u64, u64, u64) {
+    (stat.st_dev as u64, stat.st_ino as u64, stat.st_nlink as u64)
+}
+
+#[allow(clippy::unnecessary_cast)]
+fn meta_of(stat: &Stat) -> ObjectMeta {
+    let size = (stat.st_size as i64).max(0) as u64;
+    let nanos = (stat.st_mtime as i64).max(0) as u128 * 1_000_000_000 + stat.st_mtime_nsec as u128;
+    ObjectMeta {
+        size,
+        revision: format!("{nanos:x}-{size:x}"),
+    }
+}
+
+fn errno(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
 }
 
 impl FsArtifactStore {
@@ -31,16 +86,23 @@ impl FsArtifactStore {
     }
 
     /// The file behind `key`, or `None` for keys that could escape the root or name state.
+    /// Only a path: reads go through the link-refusing lookup.
     pub fn path_for(&self, key: &str) -> Option<PathBuf> {
+        self.parts(key).map(|_| self.root.join(key))
+    }
+
+    /// The path segments of a key, or `None` if it is not a plain relative path of visible
+    /// names.
+    fn parts<'k>(&self, key: &'k str) -> Option<Vec<&'k str>> {
         if key.is_empty() || key.contains(['\\', '\0']) {
             return None;
         }
-        let relative = Path::new(key);
-        let plain = relative
+        let plain = Path::new(key)
             .components()
             .all(|c| matches!(c, Component::Normal(_)));
-        let hidden = key.split('/').any(|p| p.is_empty() || p.starts_with('.'));
-        (plain && !hidden).then(|| self.root.join(relative))
+        let parts: Vec<&str> = key.split('/').collect();
+        let hidden = parts.iter().any(|p| p.is_empty() || p.starts_with('.'));
+        (plain && !hidden).then_some(parts)
     }
 
     /// The key of a file under the root, if it has one (UTF-8, not hidden, not state).
@@ -60,16 +122,126 @@ impl FsArtifactStore {
         (!parts.is_empty()).then(|| parts.join("/"))
     }
 
-    /// Every file with a key, and its metadata. Blocking: call from a blocking context.
+    /// Looks a key up one folder at a time from the root, never following a link. Blocking.
+    fn lookup(&self, key: &str) -> io::Result<Lookup> {
+        let Some(parts) = self.parts(key) else {
+            return Ok(Lookup::Missing);
+        };
+        let Some((last, folders)) = parts.split_last() else {
+            return Ok(Lookup::Missing);
+        };
+        let folder_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut dir = match rustix::fs::open(
+            &self.root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(dir) => dir,
+            Err(Errno::NOENT) => return Ok(Lookup::Missing),
+            Err(e) => return Err(errno(e)),
+        };
+        for folder in folders {
+            match rustix::fs::openat(&dir, *folder, folder_flags, Mode::empty()) {
+                Ok(next) => dir = next,
+                Err(Errno::NOENT) => return Ok(Lookup::Missing),
+                // A link, or a file where a folder should be: which one decides the answer.
+                Err(Errno::LOOP | Errno::NOTDIR) => {
+                    return match rustix::fs::statat(&dir, *folder, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                            Ok(Lookup::Refused { reason: LINK, stat })
+                        }
+                        Ok(_) | Err(Errno::NOENT) => Ok(Lookup::Missing),
+                        Err(e) => Err(errno(e)),
+                    };
+                }
+                Err(e) => return Err(errno(e)),
+            }
+        }
+        let stat = match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Lookup::Missing),
+            Err(e) => return Err(errno(e)),
+        };
+        Ok(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile if identity(&stat).2 > 1 && self.is_state_file(&stat) => {
+                Lookup::Refused {
+                    reason: STATE_LINK,
+                    stat,
+                }
+            }
+            FileType::RegularFile => Lookup::File {
+                parent: dir,
+                name: (*last).to_owned(),
+                stat,
+            },
+            FileType::Directory => Lookup::Missing,
+            FileType::Symlink => Lookup::Refused { reason: LINK, stat },
+            _ => Lookup::Refused {
+                reason: SPECIAL,
+                stat,
+            },
+        })
+    }
+
+    /// True when a file with several links is one of the state folder's files.
+    fn is_state_file(&self, stat: &Stat) -> bool {
+        let (dev, ino, _) = identity(stat);
+        let mut state = HashSet::new();
+        let walker = walkdir::WalkDir::new(self.root.join(STATE_DIR_NAME))
+            .follow_links(false)
+            .max_depth(4);
+        for entry in walker.into_iter().flatten() {
+            if let Ok(m) = entry.metadata() {
+                use std::os::unix::fs::MetadataExt;
+                state.insert((m.dev(), m.ino()));
+            }
+        }
+        state.contains(&(dev, ino))
+    }
+
+    /// Opens the regular file behind `key` for reading. Blocking.
+    fn open_blocking(&self, key: &str) -> io::Result<Option<(std::fs::File, ObjectMeta)>> {
+        let Lookup::File { parent, name, stat } = self.lookup(key)? else {
+            return Ok(None);
+        };
+        // Non-blocking, so a FIFO swapped in since the lookup cannot hang the open.
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&parent, name.as_str(), flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
+            Err(e) => return Err(errno(e)),
+        };
+        let opened = rustix::fs::fstat(&fd).map_err(errno)?;
+        let same =
+            identity(&opened).0 == identity(&stat).0 && identity(&opened).1 == identity(&stat).1;
+        if !same || FileType::from_raw_mode(opened.st_mode) != FileType::RegularFile {
+            return Ok(None); // replaced since the lookup: the next event settles it
+        }
+        Ok(Some((std::fs::File::from(fd), meta_of(&opened))))
+    }
+
+    /// What is at `key`, whatever it is (a refused link or FIFO included): what the watcher
+    /// compares between scans. Blocking.
+    pub fn entry_meta(&self, key: &str) -> io::Result<Option<ObjectMeta>> {
+        Ok(match self.lookup(key)? {
+            Lookup::Missing => None,
+            Lookup::Refused { stat, .. } | Lookup::File { stat, .. } => Some(meta_of(&stat)),
+        })
+    }
+
+    /// Every entry with a key (regular files, and the links and special files that are
+    /// refused), and its metadata. Blocking: call from a blocking context.
     pub fn scan_blocking(&self) -> Result<Vec<(String, ObjectMeta)>, StoreError> {
         self.scan_under_blocking(&self.root)
     }
 
-    /// Every file with a key below `dir` (a path under the root). Blocking.
+    /// Every entry with a key below `dir` (a path under the root). Links are listed, never
+    /// followed. Blocking.
     pub fn scan_under_blocking(&self, dir: &Path) -> Result<Vec<(String, ObjectMeta)>, StoreError> {
         let mut found = Vec::new();
         let walker = walkdir::WalkDir::new(dir)
-            .follow_links(true)
+            .follow_links(false)
+            .follow_root_links(false)
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
@@ -85,67 +257,54 @@ impl FsArtifactStore {
                     continue;
                 }
                 Err(e) => {
-                    if e.io_error().map(io::Error::kind) == Some(io::ErrorKind::NotFound) {
-                        return Ok(found);
-                    }
                     return Err(StoreError::with_source(
                         format!("cannot read the data directory {}", dir.display()),
                         e,
                     ));
                 }
             };
-            if !entry.file_type().is_file() {
+            if entry.file_type().is_dir() {
                 continue;
             }
             let Some(key) = self.key_for(entry.path()) else {
-                tracing::warn!(path = %entry.path().display(), "skipping a file whose name is not UTF-8");
+                if entry.depth() > 0 {
+                    tracing::warn!(path = %entry.path().display(), "skipping a file whose name is not UTF-8");
+                }
                 continue;
             };
-            match entry.metadata() {
-                Ok(m) => found.push((key, meta_of(&m))),
+            match self.entry_meta(&key) {
+                Ok(Some(meta)) => found.push((key, meta)),
+                Ok(None) => {}
                 Err(e) => tracing::warn!(key, error = %e, "skipping an unreadable file"),
             }
         }
         Ok(found)
     }
-}
 
-fn meta_of(m: &std::fs::Metadata) -> ObjectMeta {
-    let modified = m
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    ObjectMeta {
-        size: m.len(),
-        revision: format!("{modified:x}-{:x}", m.len()),
-    }
-}
-
-/// `Ok(None)` for the errors that mean "no such file".
-fn absent_ok<T>(result: io::Result<T>, key: &str) -> Result<Option<T>, StoreError> {
-    match result {
-        Ok(v) => Ok(Some(v)),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(StoreError::with_source(format!("cannot read {key}"), e)),
+    async fn blocking<T: Send + 'static>(
+        &self,
+        key: &str,
+        work: impl FnOnce(&FsArtifactStore, &str) -> io::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.clone();
+        let owned = key.to_owned();
+        tokio::task::spawn_blocking(move || work(&store, &owned))
+            .await
+            .map_err(|e| StoreError::with_source("a data directory read stopped", e))?
+            .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))
     }
 }
 
 #[async_trait]
 impl ArtifactStore for FsArtifactStore {
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        let Some(path) = self.path_for(key) else {
-            return Ok(None);
-        };
-        let meta = absent_ok(tokio::fs::metadata(&path).await, key)?;
-        Ok(meta.filter(|m| m.is_file()).map(|m| meta_of(&m)))
+        self.blocking(key, |store, key| {
+            Ok(match store.lookup(key)? {
+                Lookup::File { stat, .. } => Some(meta_of(&stat)),
+                _ => None,
+            })
+        })
+        .await
     }
 
     async fn list(&self) -> Result<Vec<String>, StoreError> {
@@ -157,40 +316,45 @@ impl ArtifactStore for FsArtifactStore {
     }
 
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
-        let Some(path) = self.path_for(key) else {
-            return Ok(None);
-        };
-        let Some(file) = absent_ok(tokio::fs::File::open(&path).await, key)? else {
+        let Some((file, meta)) = self.blocking(key, |s, k| s.open_blocking(k)).await? else {
             return Ok(None);
         };
         // The size comes from the open handle, and reading stops there, so the length we
         // announce is the length we send even if the file grows meanwhile.
-        let metadata = file
-            .metadata()
-            .await
-            .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
-        if !metadata.is_file() {
-            return Ok(None);
-        }
-        let meta = meta_of(&metadata);
         Ok(Some(ObjectBody {
-            reader: Box::pin(file.take(meta.size)),
+            reader: Box::pin(tokio::fs::File::from_std(file).take(meta.size)),
             meta,
         }))
     }
 
-    /// Files have no versions here: the URL names the current file.
+    async fn open_local(
+        &self,
+        key: &str,
+    ) -> Result<Option<(std::fs::File, ObjectMeta)>, StoreError> {
+        self.blocking(key, |s, k| s.open_blocking(k)).await
+    }
+
+    async fn refusal(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.blocking(key, |store, key| {
+            Ok(match store.lookup(key)? {
+                Lookup::Refused { reason, .. } => Some(reason.to_owned()),
+                _ => None,
+            })
+        })
+        .await
+    }
+
+    /// The URL names one revision of the file: a download after the file changed is refused
+    /// (the client asks the registry again), so what was checked is what is served.
     async fn download_url(
         &self,
         key: &str,
-        _revision: Option<&str>,
+        revision: Option<&str>,
         origin: &Origin,
     ) -> Result<String, StoreError> {
-        Ok(self.signer.url(origin, key, SystemTime::now()))
-    }
-
-    fn local_path(&self, key: &str) -> Option<PathBuf> {
-        self.path_for(key)
+        Ok(self
+            .signer
+            .url_for_revision(origin, key, revision, SystemTime::now()))
     }
 }
 
@@ -265,5 +429,95 @@ mod tests {
         let mut content = Vec::new();
         body.reader.read_to_end(&mut content).await.unwrap();
         assert_eq!(content, b"12345");
+    }
+
+    /// Reads everything `key` gives, if anything.
+    async fn read(s: &FsArtifactStore, key: &str) -> Option<Vec<u8>> {
+        let mut body = s.open(key).await.unwrap()?;
+        let mut content = Vec::new();
+        body.reader.read_to_end(&mut content).await.unwrap();
+        Some(content)
+    }
+
+    #[tokio::test]
+    async fn links_are_never_followed_out_of_the_root_or_into_state() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("passwd"), b"root:x:0:0").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let s = store(root);
+        std::fs::create_dir_all(root.join(".tfreg")).unwrap();
+        std::fs::write(root.join(".tfreg/url-signing.key"), b"secret").unwrap();
+        std::fs::create_dir_all(root.join("modules/a/b")).unwrap();
+        // A link to a file outside, to the state folder's secret, and to a folder outside.
+        symlink(
+            outside.path().join("passwd"),
+            root.join("modules/a/b/c.tar.gz"),
+        )
+        .unwrap();
+        symlink(
+            root.join(".tfreg/url-signing.key"),
+            root.join("modules/a/b/k.tar.gz"),
+        )
+        .unwrap();
+        symlink(outside.path(), root.join("modules/a/out")).unwrap();
+        // A hard link to the secret (same user, same filesystem).
+        std::fs::hard_link(
+            root.join(".tfreg/url-signing.key"),
+            root.join("modules/a/b/h.tar.gz"),
+        )
+        .unwrap();
+
+        for key in [
+            "modules/a/b/c.tar.gz",
+            "modules/a/b/k.tar.gz",
+            "modules/a/out/passwd",
+            "modules/a/b/h.tar.gz",
+        ] {
+            assert_eq!(s.head(key).await.unwrap(), None, "{key}");
+            assert_eq!(read(&s, key).await, None, "{key}");
+            assert!(s.open_local(key).await.unwrap().is_none(), "{key}");
+            let reason = s.refusal(key).await.unwrap();
+            assert!(reason.is_some(), "{key} is refused with a reason");
+        }
+        assert!(s
+            .refusal("modules/a/b/c.tar.gz")
+            .await
+            .unwrap()
+            .unwrap()
+            .contains("symbolic link"));
+        assert!(s
+            .refusal("modules/a/b/h.tar.gz")
+            .await
+            .unwrap()
+            .unwrap()
+            .contains("state folder"));
+        // The scan lists the links (so their refusal is reported) but never walks into them.
+        let keys = s.list().await.unwrap();
+        assert!(
+            keys.contains(&"modules/a/b/c.tar.gz".to_owned()),
+            "{keys:?}"
+        );
+        assert!(keys.contains(&"modules/a/out".to_owned()), "{keys:?}");
+        assert!(!keys.iter().any(|k| k.contains("passwd")), "{keys:?}");
+    }
+
+    #[tokio::test]
+    async fn fifos_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        std::fs::create_dir_all(dir.path().join("modules/a/b/c")).unwrap();
+        let fifo = dir.path().join("modules/a/b/c/1.0.0.tar.gz");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, Mode::from_raw_mode(0o644)).unwrap();
+        let key = "modules/a/b/c/1.0.0.tar.gz";
+        let opened = tokio::time::timeout(Duration::from_secs(10), s.open(key)).await;
+        assert!(opened
+            .expect("opening a FIFO must not block")
+            .unwrap()
+            .is_none());
+        assert_eq!(s.head(key).await.unwrap(), None);
+        assert!(s.refusal(key).await.unwrap().unwrap().contains("FIFO"));
+        assert_eq!(s.list().await.unwrap(), [key]);
     }
 }

@@ -83,6 +83,13 @@ pub async fn download(
             "this file has been unpublished since the URL was issued".into(),
         ));
     };
+    // The URL names the revision that was checked at publish: a file replaced since is not
+    // what the registry vouched for, so the client must ask the registry again.
+    if revision.is_some_and(|r| r != body.meta.revision) {
+        return Err(ApiError::NotFound(
+            "this file has changed since the URL was issued: ask the registry for a new one".into(),
+        ));
+    }
     Ok((
         [
             (header::CONTENT_TYPE, content_type.to_owned()),

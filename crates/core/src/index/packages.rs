@@ -1,0 +1,261 @@
+//! Provider packages (zips), under `providers/` and `mirror/`.
+//!
+//! Cheap checks come before expensive work. Every package gets its SHA-256 (one pass over
+//! the file, the `zh:` hash SHA256SUMS lists). A registry package is unpacked for its `h1:`
+//! only once a signed SHA256SUMS lists that very SHA-256, so an unsigned upload, however
+//! crafted, costs one pass of SHA-256. Mirror uploads have no signatures: they are unpacked
+//! at once, within the same [`crate::hash::PackageLimits`].
+
+use std::collections::BTreeMap;
+use std::fs::File;
+
+use super::Indexer;
+use crate::hash::{self, HashError, PackageHashes};
+use crate::names::{Hostname, Platform, ProviderAddress};
+use crate::providers::signed_entries;
+use crate::store::{partition, ObjectMeta, PackageRecord, Record, RecordId, StoreError};
+use crate::version::Version;
+
+/// A package opened for hashing: the store's own file, or a spooled copy of a remote one.
+struct Opened {
+    file: File,
+    meta: ObjectMeta,
+    /// Keeps a spooled copy alive (and deletes it after).
+    _spool: Option<tempfile::NamedTempFile>,
+}
+
+/// A verdict on a package's content, or a store failure (`Err`).
+type Verdict<T> = Result<Result<T, String>, StoreError>;
+
+impl Indexer {
+    /// Records a package's hashes, or forgets it when it is gone. Returns the problem.
+    pub(super) async fn index_package(
+        &self,
+        key: &str,
+        mirror_hostname: Option<&Hostname>,
+        provider: &ProviderAddress,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<Option<String>, StoreError> {
+        let id = RecordId::package(mirror_hostname, provider, version, key);
+        if let Some(host) = mirror_hostname.filter(|h| Some(*h) == self.hostname.as_ref()) {
+            self.metadata.delete(&id).await?;
+            return Ok(Some(format!(
+                "uploads under mirror/{host}/ are ignored: {host} is this registry's own hostname, whose providers the mirror serves from signed releases under providers/ only"
+            )));
+        }
+        let Some(meta) = self.artifacts.head(key).await? else {
+            self.metadata.delete(&id).await?;
+            return Ok(None);
+        };
+        if let Some(Record::Package(existing)) = self.metadata.get(&id).await? {
+            if existing.revision == meta.revision {
+                // Already hashed: replays cost nothing, unless it now needs unpacking.
+                if existing.hashes.h1.is_none() {
+                    return self.unpack_if_signed(existing).await;
+                }
+                return Ok(None);
+            }
+        }
+        let opened = match self.open_package(key).await? {
+            Ok(Some(opened)) => opened,
+            Ok(None) => {
+                self.metadata.delete(&id).await?;
+                return Ok(None);
+            }
+            Err(reason) => {
+                self.metadata.delete(&id).await?;
+                return Ok(Some(reason));
+            }
+        };
+        let limits = self.limits.clone();
+        let sha256 = match blocking(&opened, move |f| hash::sha256_of_package(f, &limits)).await? {
+            Ok(sha256) => sha256,
+            Err(reason) => {
+                self.metadata.delete(&id).await?;
+                return Ok(Some(reason));
+            }
+        };
+        let unpack = match mirror_hostname {
+            Some(_) => true,
+            None => {
+                let name = crate::store::file_name(key);
+                self.signed_sha256s(provider, version).await?.get(name) == Some(&sha256)
+            }
+        };
+        let h1 = match unpack {
+            false => None,
+            true => {
+                let limits = self.limits.clone();
+                match blocking(&opened, move |f| hash::h1_of_package(f, &limits)).await? {
+                    Ok(h1) => Some(h1),
+                    Err(reason) => {
+                        self.metadata.delete(&id).await?;
+                        return Ok(Some(format!("the package cannot be unpacked: {reason}")));
+                    }
+                }
+            }
+        };
+        // A file that changed while it was hashed is being written: its next event (or the
+        // next rescan) hashes the final content.
+        if self.artifacts.head(key).await?.as_ref() != Some(&opened.meta) {
+            return Ok(Some("the file changed while it was being read".into()));
+        }
+        let record = PackageRecord {
+            mirror_hostname: mirror_hostname.cloned(),
+            provider: provider.clone(),
+            version: version.clone(),
+            platform: platform.clone(),
+            key: key.to_owned(),
+            revision: opened.meta.revision.clone(),
+            size: opened.meta.size,
+            hashes: PackageHashes { sha256, h1 },
+        };
+        let pending = record.mirror_hostname.is_none() && record.hashes.h1.is_none();
+        self.metadata.put(Record::Package(record.clone())).await?;
+        // A signature verified meanwhile may have missed this record: look again, now that
+        // it is written (the verifier does the same the other way round).
+        if pending {
+            return self.unpack_if_signed(record).await;
+        }
+        Ok(None)
+    }
+
+    /// Unpacks every package of a release that a signed SHA256SUMS now lists, and records
+    /// its `h1:`. Called once a signature verifies.
+    pub(super) async fn unpack_signed_packages(
+        &self,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<(), StoreError> {
+        let records = self.metadata.query(&partition::provider(provider)).await?;
+        let signed = signed_entries(&records, version);
+        for record in records {
+            let Record::Package(package) = record else {
+                continue;
+            };
+            let listed = signed.get(package.filename()) == Some(&package.hashes.sha256);
+            if &package.version == version && package.hashes.h1.is_none() && listed {
+                let key = package.key.clone();
+                let problem = self.unpack(package).await?;
+                if problem.is_some() {
+                    self.set_problem(&key, problem).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unpacks a recorded package if a signed SHA256SUMS lists it; returns the problem.
+    async fn unpack_if_signed(&self, package: PackageRecord) -> Result<Option<String>, StoreError> {
+        let signed = self
+            .signed_sha256s(&package.provider, &package.version)
+            .await?;
+        if signed.get(package.filename()) != Some(&package.hashes.sha256) {
+            return Ok(None); // not (yet) vouched for: its `zh:` is all it gets
+        }
+        self.unpack(package).await
+    }
+
+    /// Computes and records a package's `h1:`, for the revision that was recorded; a
+    /// package that cannot be unpacked is forgotten, with the reason returned.
+    async fn unpack(&self, package: PackageRecord) -> Result<Option<String>, StoreError> {
+        let id = RecordId::package(None, &package.provider, &package.version, &package.key);
+        let opened = match self.open_package(&package.key).await? {
+            Ok(Some(opened)) if opened.meta.revision == package.revision => opened,
+            // Gone or replaced: the newer revision's own event settles it.
+            Ok(_) => return Ok(None),
+            Err(reason) => {
+                self.metadata.delete(&id).await?;
+                return Ok(Some(reason));
+            }
+        };
+        let limits = self.limits.clone();
+        match blocking(&opened, move |f| hash::h1_of_package(f, &limits)).await? {
+            Ok(h1) => {
+                let mut package = package;
+                package.hashes.h1 = Some(h1);
+                self.metadata.put(Record::Package(package)).await?;
+                Ok(None)
+            }
+            Err(reason) => {
+                self.metadata.delete(&id).await?;
+                Ok(Some(format!("the package cannot be unpacked: {reason}")))
+            }
+        }
+    }
+
+    /// File name to SHA-256 of every package a verified signature vouches for.
+    async fn signed_sha256s(
+        &self,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<BTreeMap<String, String>, StoreError> {
+        let records = self.metadata.query(&partition::provider(provider)).await?;
+        Ok(signed_entries(&records, version))
+    }
+
+    /// Opens a package for hashing: in place when the store keeps local files, else as a
+    /// spooled copy. `Ok(Err(_))` is a verdict (too large); `Ok(Ok(None))`: no such file.
+    async fn open_package(&self, key: &str) -> Verdict<Option<Opened>> {
+        let max = self.limits.max_package_bytes;
+        let too_large = |size: u64| Err(HashError::TooLarge { size, max }.to_string());
+        if let Some((file, meta)) = self.artifacts.open_local(key).await? {
+            if meta.size > max {
+                return Ok(too_large(meta.size));
+            }
+            return Ok(Ok(Some(Opened {
+                file,
+                meta,
+                _spool: None,
+            })));
+        }
+        let Some(mut body) = self.artifacts.open(key).await? else {
+            return Ok(Ok(None));
+        };
+        if body.meta.size > max {
+            return Ok(too_large(body.meta.size));
+        }
+        let spool = tempfile::NamedTempFile::new()
+            .map_err(|e| StoreError::with_source("cannot create a temporary file", e))?;
+        let file = spool
+            .reopen()
+            .map_err(|e| StoreError::with_source("cannot open a temporary file", e))?;
+        let mut writer = tokio::fs::File::from_std(file);
+        let mut limited = tokio::io::AsyncReadExt::take(&mut body.reader, max + 1);
+        let copied = tokio::io::copy(&mut limited, &mut writer)
+            .await
+            .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
+        if copied > max {
+            return Ok(too_large(copied));
+        }
+        let file = spool
+            .reopen()
+            .map_err(|e| StoreError::with_source("cannot open a temporary file", e))?;
+        Ok(Ok(Some(Opened {
+            file,
+            meta: body.meta,
+            _spool: Some(spool),
+        })))
+    }
+}
+
+/// Runs a hashing function on a blocking thread over the opened file; a hashing error that
+/// is the store's (I/O) is an error, any other is a verdict on the file.
+async fn blocking<T: Send + 'static>(
+    opened: &Opened,
+    work: impl FnOnce(&File) -> Result<T, HashError> + Send + 'static,
+) -> Verdict<T> {
+    let file = opened
+        .file
+        .try_clone()
+        .map_err(|e| StoreError::with_source("cannot reopen a package", e))?;
+    let result = tokio::task::spawn_blocking(move || work(&file))
+        .await
+        .map_err(|e| StoreError::with_source("hashing stopped", e))?;
+    match result {
+        Ok(value) => Ok(Ok(value)),
+        Err(e) if e.is_io() => Err(StoreError::with_source("cannot read a package", e)),
+        Err(e) => Ok(Err(e.to_string())),
+    }
+}
