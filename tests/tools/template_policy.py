@@ -45,6 +45,7 @@ import re
 import sys
 from pathlib import Path, PurePosixPath
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the tools
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from function_env import Template, TemplateError, code_uri, function_environments  # noqa: E402
 
