@@ -55,11 +55,13 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
-## The SAM template: cfn-lint, SAM's own validation, no dependency cycles (all offline)
+## The SAM template: cfn-lint, SAM's own validation, no dependency cycles, its permissions
+## and limits (tests/tools/template_policy.py); all offline
 lint-template: venv
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/sam validate --lint --region us-east-1 --template-file template.yaml
 	$(VENV)/bin/python tests/tools/template_cycles.py template.yaml
+	$(VENV)/bin/python tests/tools/template_policy.py template.yaml
 
 ## Format the code
 fmt:
