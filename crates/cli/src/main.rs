@@ -65,6 +65,8 @@ fn main() -> ExitCode {
             Command::Hash { files } => hash(files),
         }
     });
+    // Blocking work still running (a package being hashed) must not hold the exit up.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use axum_server::tls_rustls::RustlsConfig;
 use clap::Args;
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{Hostname, Indexer, Registry};
 use tfreg_http::AppState;
+use tfreg_local::server::ServerLimits;
 use tfreg_local::{DataDirWatcher, FileTokenStore, FsArtifactStore, StateDir, WatchOptions};
+use tokio::sync::watch;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -67,7 +68,24 @@ pub struct ServeArgs {
     /// lost file notifications.
     #[arg(long, env = "TFREG_RESCAN_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
     rescan_interval: Duration,
+
+    /// Most connections served at once; more wait. Idle connections are closed early when
+    /// three quarters are taken.
+    #[arg(long, env = "TFREG_MAX_CONNECTIONS", default_value_t = 512)]
+    max_connections: usize,
+
+    /// How long a client may take to send a request's head.
+    #[arg(long, env = "TFREG_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    header_read_timeout: Duration,
+
+    /// How long a connection may stay idle between requests.
+    #[arg(long, env = "TFREG_IDLE_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    idle_timeout: Duration,
 }
+
+/// How long the server waits for the first index of the data directory before it starts
+/// answering anyway (from what is indexed so far).
+const FIRST_INDEX_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.url_ttl < Duration::from_secs(10) || args.url_ttl > Duration::from_secs(7 * 24 * 3600) {
@@ -76,7 +94,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.rescan_interval < Duration::from_secs(1) {
         bail!("--rescan-interval must be at least 1s");
     }
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let limits = args.server_limits()?;
+    // Signals are handled from the start: a stop during the first index is a stop too.
+    let stop = stop_on_signal();
 
     let data = prepare_data_dir(&args.data)?;
     let state_dir = StateDir::open(&data)?;
@@ -88,20 +108,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             ((files.cert, files.key), files.generated)
         }
     };
-    let tls_config = RustlsConfig::from_pem_file(&tls.0, &tls.1)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot load the TLS certificate {} and key {}",
-                tls.0.display(),
-                tls.1.display()
-            )
-        })?;
+    let tls_config = tfreg_local::server::load_tls(&tls.0, &tls.1).with_context(|| {
+        format!(
+            "cannot load the TLS certificate {} and key {}",
+            tls.0.display(),
+            tls.1.display()
+        )
+    })?;
 
     let listener = std::net::TcpListener::bind(&args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     listener.set_nonblocking(true)?;
     let local_addr = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let hostname = args
         .hostname
         .clone()
@@ -134,6 +153,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 ..WatchOptions::default()
             };
             let watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
+            // Answering from a complete index is worth a short wait; a slow or hostile file
+            // is worth none: past the wait, the server answers from what is indexed so far.
+            let mut stopped = stop.clone();
+            tokio::select! {
+                _ = watcher.first_index_done() => {}
+                _ = tokio::time::sleep(FIRST_INDEX_WAIT) => tracing::warn!(
+                    "the first index of the data directory is still running after {}s; serving what is indexed so far",
+                    FIRST_INDEX_WAIT.as_secs()
+                ),
+                _ = stopped.wait_for(|stop| *stop) => {
+                    tracing::info!("stopped");
+                    return Ok(());
+                }
+            }
             let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
             let tokens: Option<Arc<dyn TokenStore>> = if args.public {
                 None
@@ -155,16 +188,62 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         public: args.public,
     });
 
-    let handle = axum_server::Handle::new();
-    tokio::spawn(shutdown_on_signal(handle.clone()));
-    axum_server::from_tcp_rustls(listener, tls_config)
-        .context("cannot serve on the listening socket")?
-        .handle(handle)
-        .serve(app.into_make_service())
+    let mut stopped = stop.clone();
+    let shutdown = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+        tracing::info!("shutting down");
+    };
+    tfreg_local::server::serve(listener, tls_config, app, limits, shutdown)
         .await
         .context("the server stopped")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+impl ServeArgs {
+    fn server_limits(&self) -> anyhow::Result<ServerLimits> {
+        if self.max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
+        if self.header_read_timeout < Duration::from_secs(1)
+            || self.idle_timeout < Duration::from_secs(1)
+        {
+            bail!("--header-read-timeout and --idle-timeout must be at least 1s");
+        }
+        Ok(ServerLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            ..ServerLimits::default()
+        })
+    }
+}
+
+/// Becomes true on SIGTERM or Ctrl-C.
+fn stop_on_signal() -> watch::Receiver<bool> {
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = ctrl_c => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = ctrl_c.await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        let _ = stop.send(true);
+    });
+    stopped
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
@@ -181,31 +260,6 @@ fn prepare_data_dir(data: &Path) -> anyhow::Result<PathBuf> {
     }
     data.canonicalize()
         .with_context(|| format!("cannot open the data directory {}", data.display()))
-}
-
-async fn shutdown_on_signal(handle: axum_server::Handle<SocketAddr>) {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                    let _ = ctrl_c.await;
-                    handle.graceful_shutdown(Some(Duration::from_secs(10)));
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("shutting down");
-    handle.graceful_shutdown(Some(Duration::from_secs(10)));
 }
 
 struct Banner<'a> {

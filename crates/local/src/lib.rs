@@ -2,6 +2,7 @@
 //! bucket, watched for changes, plus the server's own state under `DATA/.tfreg/`.
 
 pub mod fs_store;
+pub mod server;
 pub mod state;
 pub mod tokens;
 pub mod watcher;

@@ -2,8 +2,13 @@
 //! bring changes within a fraction of a second; a periodic rescan is the safety net for
 //! filesystems and situations where notifications are lost. Each change becomes the same
 //! "key K changed" hint an S3 event notification gives the indexer Lambda.
+//!
+//! Keys are indexed concurrently, at most [`WatchOptions::concurrency`] at a time, each on
+//! its own task: a slow file (a large package, or a hostile one running into its limits)
+//! never holds up another, and the server answers from what is indexed meanwhile. A key
+//! that changes while it is being indexed is indexed again when that run ends.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,9 +16,9 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, EventKind, MetadataKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tfreg_core::store::ObjectMeta;
-use tfreg_core::{ArtifactStore, Indexer, StoreError};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tfreg_core::{IndexOutcome, Indexer, StoreError};
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::fs_store::FsArtifactStore;
 
@@ -24,6 +29,8 @@ pub struct WatchOptions {
     /// How long to gather notifications before indexing them, so a burst of writes to one
     /// file is indexed once.
     pub debounce: Duration,
+    /// How many keys are indexed at once.
+    pub concurrency: usize,
 }
 
 impl Default for WatchOptions {
@@ -31,6 +38,7 @@ impl Default for WatchOptions {
         Self {
             rescan_interval: Duration::from_secs(10),
             debounce: Duration::from_millis(150),
+            concurrency: 8,
         }
     }
 }
@@ -40,6 +48,7 @@ pub struct DataDirWatcher {
     // Held for its side effect: dropping it stops notifications.
     _notify: Option<RecommendedWatcher>,
     task: JoinHandle<()>,
+    first_index: watch::Receiver<bool>,
 }
 
 impl Drop for DataDirWatcher {
@@ -49,8 +58,9 @@ impl Drop for DataDirWatcher {
 }
 
 impl DataDirWatcher {
-    /// Indexes everything in the data directory, then keeps watching it. Returns once the
-    /// first full index is complete, so the server never answers from a partial index.
+    /// Lists the data directory and starts indexing it in the background, then keeps
+    /// watching it. Returns at once: [`DataDirWatcher::first_index_done`] tells when every
+    /// file found at start has been indexed.
     pub async fn start(
         store: Arc<FsArtifactStore>,
         indexer: Arc<Indexer>,
@@ -69,18 +79,39 @@ impl DataDirWatcher {
                 None
             }
         };
+        let (first_done, first_index) = watch::channel(false);
         let mut sync = Sync {
             store,
             indexer,
+            concurrency: options.concurrency.max(1),
             known: HashMap::new(),
             failed: BTreeSet::new(),
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            running: HashSet::new(),
+            again: HashSet::new(),
+            tasks: JoinSet::new(),
+            first_done: Some(first_done),
+            progress: Progress::default(),
         };
         sync.rescan().await?;
+        let total = sync.queue.len();
+        if total > 0 {
+            tracing::info!("indexing {total} files in the background");
+        }
+        sync.progress.start(total);
         let task = tokio::spawn(sync.run(rx, options));
         Ok(Self {
             _notify: notify,
             task,
+            first_index,
         })
+    }
+
+    /// Waits until every file present at start has been indexed.
+    pub async fn first_index_done(&self) {
+        let mut done = self.first_index.clone();
+        let _ = done.wait_for(|done| *done).await;
     }
 }
 
@@ -88,10 +119,14 @@ fn start_notify(
     root: &Path,
     tx: mpsc::UnboundedSender<notify::Result<notify::Event>>,
 ) -> notify::Result<RecommendedWatcher> {
-    let mut watcher = notify::recommended_watcher(move |event| {
-        // The receiver only goes away when the watcher is being dropped.
-        let _ = tx.send(event);
-    })?;
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let mut watcher = RecommendedWatcher::new(
+        move |event| {
+            // The receiver only goes away when the watcher is being dropped.
+            let _ = tx.send(event);
+        },
+        config,
+    )?;
     watcher.watch(root, RecursiveMode::Recursive)?;
     Ok(watcher)
 }
@@ -109,14 +144,76 @@ fn is_read_only(kind: &EventKind) -> bool {
     )
 }
 
+/// What one indexing task reports back.
+struct Indexed {
+    key: String,
+    outcome: Result<IndexOutcome, StoreError>,
+    meta: Result<Option<ObjectMeta>, StoreError>,
+}
+
+/// Progress of a large batch, logged every few seconds.
+#[derive(Default)]
+struct Progress {
+    total: usize,
+    done: usize,
+    started: Option<Instant>,
+    last_report: Option<Instant>,
+}
+
+impl Progress {
+    fn start(&mut self, total: usize) {
+        *self = Progress {
+            total,
+            started: Some(Instant::now()),
+            last_report: Some(Instant::now()),
+            ..Progress::default()
+        };
+    }
+
+    fn step(&mut self, left: usize) {
+        self.done += 1;
+        let total = self.total.max(self.done + left);
+        let due = self
+            .last_report
+            .is_some_and(|at| at.elapsed() >= Duration::from_secs(2));
+        if due && left > 0 {
+            tracing::info!("indexing the data directory: {}/{total} files", self.done);
+            self.last_report = Some(Instant::now());
+        }
+        if left == 0 {
+            if let Some(started) = self.started.take() {
+                if started.elapsed() >= Duration::from_secs(2) {
+                    tracing::info!(
+                        "indexed {} files in {:.1}s",
+                        self.done,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            *self = Progress::default();
+        }
+    }
+}
+
 struct Sync {
     store: Arc<FsArtifactStore>,
     indexer: Arc<Indexer>,
+    concurrency: usize,
     /// What the index was last told about each key.
     known: HashMap<String, ObjectMeta>,
     /// Keys whose indexing failed: retried on every rescan until it succeeds (a failed
     /// delete is in neither `known` nor on disk, so nothing else would bring it back).
     failed: BTreeSet<String>,
+    /// Keys waiting for a task, in order.
+    queue: VecDeque<String>,
+    queued: HashSet<String>,
+    /// Keys being indexed, and those among them that changed meanwhile.
+    running: HashSet<String>,
+    again: HashSet<String>,
+    tasks: JoinSet<Indexed>,
+    /// Told once the files found at start are all indexed.
+    first_done: Option<watch::Sender<bool>>,
+    progress: Progress,
 }
 
 impl Sync {
@@ -128,6 +225,7 @@ impl Sync {
         let mut rescan = tokio::time::interval(options.rescan_interval);
         rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         rescan.tick().await; // the first tick is immediate; start() just scanned
+        self.pump();
         loop {
             tokio::select! {
                 first = rx.recv() => {
@@ -154,11 +252,19 @@ impl Sync {
                         tracing::error!(error = %e, "could not rescan the data directory");
                     }
                 }
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    match done {
+                        Ok(indexed) => self.finish(indexed),
+                        Err(e) if e.is_cancelled() => {}
+                        Err(e) => tracing::error!(error = %e, "an indexing task failed"),
+                    }
+                }
             }
+            self.pump();
         }
     }
 
-    /// Compares the whole directory with what the index knows and settles the differences.
+    /// Compares the whole directory with what the index knows and queues the differences.
     async fn rescan(&mut self) -> Result<(), StoreError> {
         let scanned = self.scan(self.store.root().to_path_buf()).await?;
         let mut changed: BTreeSet<String> = self
@@ -174,12 +280,13 @@ impl Sync {
                 .map(|(k, _)| k.clone()),
         );
         changed.extend(std::mem::take(&mut self.failed));
-        self.settle(changed).await;
+        self.enqueue(changed);
         Ok(())
     }
 
-    /// Settles the keys behind changed paths. A path may be a file, a new folder (whose
+    /// Queues the keys behind changed paths. A path may be a file, a new folder (whose
     /// files may have been written before its watch began), or a removed or renamed folder.
+    /// Links are never followed: a link is a key of its own (refused by the indexer).
     async fn settle_paths(&mut self, paths: Vec<PathBuf>) -> Result<(), StoreError> {
         let mut keys = BTreeSet::new();
         for path in paths {
@@ -188,13 +295,19 @@ impl Sync {
             };
             let below = format!("{key}/");
             keys.extend(self.known.keys().filter(|k| k.starts_with(&below)).cloned());
-            if path.is_dir() {
-                keys.extend(self.scan(path).await?.into_keys());
-            } else if path.exists() || self.known.contains_key(&key) {
-                keys.insert(key);
+            let kind = std::fs::symlink_metadata(&path).map(|m| m.file_type());
+            match kind {
+                Ok(kind) if kind.is_dir() => keys.extend(self.scan(path).await?.into_keys()),
+                Ok(_) => {
+                    keys.insert(key);
+                }
+                Err(_) if self.known.contains_key(&key) => {
+                    keys.insert(key);
+                }
+                Err(_) => {}
             }
         }
-        self.settle(keys).await;
+        self.enqueue(keys);
         Ok(())
     }
 
@@ -206,38 +319,81 @@ impl Sync {
         Ok(found.into_iter().collect())
     }
 
-    /// Indexes each key, logging progress for large batches. Per-key failures are logged
-    /// and left for the next rescan to retry (they stay out of `known`).
-    async fn settle(&mut self, keys: BTreeSet<String>) {
-        let total = keys.len();
-        let started = Instant::now();
-        let mut last_report = Instant::now();
-        for (done, key) in keys.into_iter().enumerate() {
-            let indexed = self.indexer.index_key(&key).await;
-            match (indexed, self.store.head(&key).await) {
-                (Ok(_), Ok(Some(meta))) => {
-                    self.known.insert(key, meta);
-                }
-                (Ok(_), Ok(None)) => {
-                    self.known.remove(&key);
-                }
-                (Err(e), _) | (_, Err(e)) => {
-                    tracing::error!(key, error = %e, "could not index; will retry on the next rescan");
-                    self.known.remove(&key);
-                    self.failed.insert(key);
-                }
-            }
-            if last_report.elapsed() >= Duration::from_secs(2) {
-                tracing::info!("indexing the data directory: {}/{total} files", done + 1);
-                last_report = Instant::now();
+    /// Queues keys for indexing; signing keys go first, so releases verify on the first pass.
+    fn enqueue(&mut self, keys: impl IntoIterator<Item = String>) {
+        let (signing, others): (Vec<String>, Vec<String>) =
+            keys.into_iter().partition(|k| k.starts_with("keys/"));
+        for key in signing.into_iter().rev() {
+            if self.running.contains(&key) {
+                self.again.insert(key);
+            } else if self.queued.insert(key.clone()) {
+                self.queue.push_front(key);
             }
         }
-        if total > 0 && started.elapsed() >= Duration::from_secs(2) {
-            tracing::info!(
-                "indexed {total} files in {:.1}s",
-                started.elapsed().as_secs_f64()
-            );
+        for key in others {
+            if self.running.contains(&key) {
+                self.again.insert(key);
+            } else if self.queued.insert(key.clone()) {
+                self.queue.push_back(key);
+            }
         }
+        if self.progress.started.is_none() && self.queue.len() > 1 {
+            self.progress.start(self.queue.len() + self.running.len());
+        }
+    }
+
+    /// Starts tasks for queued keys, up to the concurrency bound.
+    fn pump(&mut self) {
+        while self.tasks.len() < self.concurrency {
+            let Some(key) = self.queue.pop_front() else {
+                break;
+            };
+            self.queued.remove(&key);
+            self.running.insert(key.clone());
+            let (indexer, store) = (Arc::clone(&self.indexer), Arc::clone(&self.store));
+            self.tasks.spawn(async move {
+                let outcome = indexer.index_key(&key).await;
+                let entry = {
+                    let (store, key) = (Arc::clone(&store), key.clone());
+                    tokio::task::spawn_blocking(move || store.entry_meta(&key)).await
+                };
+                let meta = match entry {
+                    Ok(Ok(meta)) => Ok(meta),
+                    Ok(Err(e)) => Err(StoreError::with_source(format!("cannot read {key}"), e)),
+                    Err(e) => Err(StoreError::with_source("a data directory read stopped", e)),
+                };
+                Indexed { key, outcome, meta }
+            });
+        }
+        if self.queue.is_empty() && self.tasks.is_empty() {
+            if let Some(done) = self.first_done.take() {
+                let _ = done.send(true);
+            }
+        }
+    }
+
+    /// Records what a task did. Per-key failures are logged and left for the next rescan
+    /// to retry (they stay out of `known`).
+    fn finish(&mut self, indexed: Indexed) {
+        let Indexed { key, outcome, meta } = indexed;
+        self.running.remove(&key);
+        match (outcome, meta) {
+            (Ok(_), Ok(Some(meta))) => {
+                self.known.insert(key.clone(), meta);
+            }
+            (Ok(_), Ok(None)) => {
+                self.known.remove(&key);
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(key, error = %e, "could not index; will retry on the next rescan");
+                self.known.remove(&key);
+                self.failed.insert(key.clone());
+            }
+        }
+        if self.again.remove(&key) {
+            self.enqueue([key]);
+        }
+        self.progress.step(self.queue.len() + self.running.len());
     }
 }
 
