@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_config::{Region, SdkConfig};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_s3::primitives::ByteStream;
 use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
 use tfreg_core::tokens::{self, Access, TokenStore};
@@ -281,6 +282,110 @@ async fn tokens_live_in_the_table_and_use_never_undoes_a_revocation() {
         .unwrap();
     assert_eq!(access, Err(tokens::AuthError::Revoked));
     assert_eq!(aws.tokens.list().await.unwrap().len(), 1);
+
+    // A token that ended carries the table's time to live: DynamoDB purges it a week later;
+    // a live token without an expiry has none.
+    let ttl_of = |id: String| {
+        let dynamodb = aws.dynamodb.clone();
+        async move {
+            let item = dynamodb
+                .get_item()
+                .table_name(TABLE)
+                .key("pk", AttributeValue::S("tokens".into()))
+                .key("sk", AttributeValue::S(id))
+                .send()
+                .await
+                .unwrap()
+                .item
+                .unwrap();
+            item.get("ttl")
+                .map(|v| v.as_n().unwrap().parse::<u64>().unwrap())
+        }
+    };
+    assert_eq!(
+        ttl_of(new.record.id.clone()).await,
+        Some(tokens::unix(now) + tokens::PURGE_AFTER_SECS)
+    );
+    let live = tokens::generate(vec![], "live".into(), None, now);
+    aws.tokens.put(live.record.clone()).await.unwrap();
+    assert_eq!(ttl_of(live.record.id.clone()).await, None);
+}
+
+/// `tfreg reindex` makes the table match the bucket both ways: what was deleted without an
+/// event (lost notifications) is unpublished and reported; a file that can never be read
+/// (a SHA256SUMS over the size cap) is a verdict, not a failure; a second run changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn reindex_makes_the_table_match_the_bucket_both_ways() {
+    let moto = Moto::start();
+    let aws = provision(&moto).await;
+    let dir = "providers/acme/widget/1.0.0";
+    let dir2 = "providers/acme/widget/2.0.0";
+    let module = "modules/acme/network/aws/1.0.0.tar.gz";
+    for (key, content) in [
+        (module.to_owned(), b"module".to_vec()),
+        (
+            format!("{dir}/terraform-provider-widget_1.0.0_linux_amd64.zip"),
+            fixture("terraform-provider-widget_1.0.0_linux_amd64.zip"),
+        ),
+        (
+            format!("{dir}/terraform-provider-widget_1.0.0_SHA256SUMS"),
+            fixture("terraform-provider-widget_1.0.0_SHA256SUMS"),
+        ),
+        (
+            format!("{dir}/terraform-provider-widget_1.0.0_SHA256SUMS.sig"),
+            fixture("terraform-provider-widget_1.0.0_SHA256SUMS.sig"),
+        ),
+        (
+            format!("{dir2}/terraform-provider-widget_2.0.0_SHA256SUMS"),
+            vec![b'a'; 300 * 1024],
+        ),
+        (
+            format!("{dir2}/terraform-provider-widget_2.0.0_SHA256SUMS.sig"),
+            fixture("terraform-provider-widget_1.0.0_SHA256SUMS.sig"),
+        ),
+        ("keys/acme/release.asc".to_owned(), fixture("release.asc")),
+    ] {
+        aws.upload(&key, content).await;
+    }
+    let env = moto.env();
+    let reindex =
+        || tfreg_e2e::tfreg_with_env(&["reindex", "--table", TABLE, "--bucket", BUCKET], &env);
+    let status =
+        || tfreg_e2e::tfreg_with_env(&["status", "--table", TABLE, "--bucket", BUCKET], &env);
+    let first = reindex();
+    assert!(first.contains(&format!("published {module}")), "{first}");
+    assert!(first.contains("0 failed"), "{first}");
+    let before = status();
+    assert!(before.contains("acme/network/aws: 1.0.0"), "{before}");
+    assert!(before.contains("served, signed by key"), "{before}");
+
+    // Given the module and the key deleted from the bucket with their events lost,
+    for key in [module, "keys/acme/release.asc"] {
+        aws.s3
+            .delete_object()
+            .bucket(BUCKET)
+            .key(key)
+            .send()
+            .await
+            .unwrap();
+    }
+    // when reindexing (which exits 0: tfreg_with_env asserts it),
+    let second = reindex();
+    // then both are unpublished and reported,
+    assert!(
+        second.contains(&format!("unpublished {module}")),
+        "{second}"
+    );
+    assert!(
+        second.contains("unpublished keys/acme/release.asc"),
+        "{second}"
+    );
+    let after = status();
+    assert!(!after.contains("acme/network/aws: 1.0.0"), "{after}");
+    assert!(!after.contains("served, signed by key"), "{after}");
+    // and a second run finds nothing to change.
+    let third = reindex();
+    assert!(third.contains(": 0 changed,"), "{third}");
 }
 
 /// The whole AWS shape but Lambda: `tfreg reindex` and `tfreg serve --table --bucket` over

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use tfreg_core::store::{MetadataStore, Record, RecordId};
-use tfreg_core::tokens::{unix, TokenRecord, TokenStore};
+use tfreg_core::tokens::{purge_at, unix, TokenRecord, TokenStore};
 use tfreg_core::StoreError;
 
 const PK: &str = "pk";
@@ -19,6 +19,9 @@ const DOC: &str = "doc";
 /// Kept outside `doc`, so recording a use can never overwrite a revocation.
 const LAST_USED: &str = "last_used_at";
 const TOKENS_PARTITION: &str = "tokens";
+/// The table's time-to-live attribute (template.yaml), set on token items only: when a
+/// token that expired or was revoked may be purged (Unix seconds).
+const TTL: &str = "ttl";
 const LAST_USED_GRANULARITY_SECS: u64 = 60;
 
 type Item = HashMap<String, AttributeValue>;
@@ -60,11 +63,11 @@ impl Table {
         partition: &str,
         sort: &str,
         doc: String,
-        extra: Option<(&str, AttributeValue)>,
+        extra: Vec<(&str, AttributeValue)>,
     ) -> Result<(), StoreError> {
         let mut item = key(partition, sort);
         item.insert(DOC.to_owned(), AttributeValue::S(doc));
-        if let Some((name, value)) = extra {
+        for (name, value) in extra {
             item.insert(name.to_owned(), value);
         }
         self.client
@@ -219,7 +222,7 @@ impl MetadataStore for DynamoMetadataStore {
         let RecordId { partition, sort } = record.id();
         let doc = serde_json::to_string(&record)
             .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
-        self.table.put(&partition, &sort, doc, None).await
+        self.table.put(&partition, &sort, doc, vec![]).await
     }
 
     async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
@@ -296,8 +299,11 @@ impl TokenStore for DynamoTokenStore {
         let last_used = record
             .last_used_at
             .map(|t| (LAST_USED, AttributeValue::N(t.to_string())));
+        // DynamoDB's time to live deletes the item a while after the token ended.
+        let expiry = purge_at(&record).map(|t| (TTL, AttributeValue::N(t.to_string())));
+        let extra = last_used.into_iter().chain(expiry).collect();
         self.table
-            .put(TOKENS_PARTITION, &record.id, doc, last_used)
+            .put(TOKENS_PARTITION, &record.id, doc, extra)
             .await
     }
 

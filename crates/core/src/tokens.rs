@@ -107,6 +107,26 @@ pub trait TokenStore: Send + Sync {
     async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError>;
 }
 
+/// How long a token stays listed (as "expired" or "revoked") after it ended, before its
+/// record is purged: long enough for `tfreg token list` to explain a refusal, short enough
+/// that token stores do not grow without bound.
+pub const PURGE_AFTER_SECS: u64 = 7 * 24 * 3600;
+
+/// When a token's record may be purged (Unix seconds): a while after it expired or was
+/// revoked, whichever came first; `None` for a live token without an expiry.
+pub fn purge_at(record: &TokenRecord) -> Option<u64> {
+    let ended = match (record.expires_at, record.revoked_at) {
+        (Some(e), Some(r)) => Some(e.min(r)),
+        (e, r) => e.or(r),
+    };
+    ended.map(|at| at.saturating_add(PURGE_AFTER_SECS))
+}
+
+/// True when a token's record may be purged at `now`.
+pub fn purge_due(record: &TokenRecord, now: SystemTime) -> bool {
+    purge_at(record).is_some_and(|at| unix(now) >= at)
+}
+
 pub fn unix(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

@@ -2,17 +2,23 @@
 //! commands and a running server share the file: writers take an exclusive lock on
 //! `tokens.lock` and replace the file atomically; the server re-reads it when it changes, so
 //! a new or revoked token takes effect on the next request.
+//!
+//! A request looks its token up by id in a shared, read-mostly map: the cost does not grow
+//! with the number of tokens, and floods of invalid tokens never wait on a lock held by a
+//! reload. Tokens expired or revoked more than a week ago
+//! ([`tfreg_core::tokens::PURGE_AFTER_SECS`]) are dropped from
+//! the file whenever it is written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tfreg_core::tokens::{unix, TokenRecord, TokenStore};
+use tfreg_core::tokens::{purge_due, unix, TokenRecord, TokenStore};
 use tfreg_core::StoreError;
 
 /// How stale a token's recorded "last used" time may get before the file is rewritten.
@@ -30,13 +36,18 @@ type Stamp = Option<(SystemTime, u64)>;
 #[derive(Default)]
 struct Cache {
     stamp: Stamp,
-    tokens: BTreeMap<String, TokenRecord>,
+    tokens: Arc<HashMap<String, TokenRecord>>,
 }
 
 pub struct FileTokenStore {
     path: PathBuf,
     lock_path: PathBuf,
-    cache: Mutex<Cache>,
+    cache: RwLock<Cache>,
+    /// Uses noted in memory when writing them failed, so the write is not tried again on
+    /// every request (and the server keeps working on a full or read-only disk).
+    unsaved_uses: Mutex<HashMap<String, u64>>,
+    /// The last write failure logged, so a failing disk is reported once, not per request.
+    write_problem: Mutex<Option<String>>,
 }
 
 fn err(
@@ -53,7 +64,9 @@ impl FileTokenStore {
         Self {
             path: state_dir.join("tokens.json"),
             lock_path: state_dir.join("tokens.lock"),
-            cache: Mutex::default(),
+            cache: RwLock::default(),
+            unsaved_uses: Mutex::default(),
+            write_problem: Mutex::default(),
         }
     }
 
@@ -79,21 +92,31 @@ impl FileTokenStore {
         Ok(file.tokens.into_iter().map(|t| (t.id.clone(), t)).collect())
     }
 
-    /// The current tokens, re-read if the file changed.
-    fn current(&self) -> Result<BTreeMap<String, TokenRecord>, StoreError> {
+    /// The current tokens (shared, not copied), re-read if the file changed.
+    fn current(&self) -> Result<Arc<HashMap<String, TokenRecord>>, StoreError> {
+        let stamp = self.stamp()?;
+        {
+            let cache = self
+                .cache
+                .read()
+                .map_err(|_| StoreError::new("token cache poisoned"))?;
+            if stamp == cache.stamp && stamp.is_some() {
+                return Ok(Arc::clone(&cache.tokens));
+            }
+        }
+        let tokens: Arc<HashMap<String, TokenRecord>> =
+            Arc::new(self.read_file()?.into_iter().collect());
         let mut cache = self
             .cache
-            .lock()
+            .write()
             .map_err(|_| StoreError::new("token cache poisoned"))?;
-        let stamp = self.stamp()?;
-        if stamp != cache.stamp || stamp.is_none() {
-            cache.tokens = self.read_file()?;
-            cache.stamp = stamp;
-        }
-        Ok(cache.tokens.clone())
+        cache.stamp = stamp;
+        cache.tokens = Arc::clone(&tokens);
+        Ok(tokens)
     }
 
     /// Read-modify-write under the lock file; the new file replaces the old atomically.
+    /// Tokens long expired or revoked are purged on the way.
     fn update(
         &self,
         change: impl FnOnce(&mut BTreeMap<String, TokenRecord>),
@@ -107,6 +130,8 @@ impl FileTokenStore {
         lock.lock().map_err(|e| err("lock", &self.lock_path, e))?;
         let mut tokens = self.read_file()?;
         change(&mut tokens);
+        let now = SystemTime::now();
+        tokens.retain(|_, t| !purge_due(t, now));
         let file = TokenFile {
             version: 1,
             tokens: tokens.into_values().collect(),
@@ -124,6 +149,11 @@ impl FileTokenStore {
         out.write_all(&json).map_err(|e| err("write", &tmp, e))?;
         out.sync_all().map_err(|e| err("write", &tmp, e))?;
         fs::rename(&tmp, &self.path).map_err(|e| err("replace", &self.path, e))?;
+        // What was just written is what the cache holds: no re-read of our own write.
+        if let (Ok(stamp), Ok(mut cache)) = (self.stamp(), self.cache.write()) {
+            cache.stamp = stamp;
+            cache.tokens = Arc::new(file.tokens.into_iter().map(|t| (t.id.clone(), t)).collect());
+        }
         drop(lock); // releases the lock
         Ok(())
     }
@@ -132,7 +162,7 @@ impl FileTokenStore {
 #[async_trait]
 impl TokenStore for FileTokenStore {
     async fn get(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
-        Ok(self.current()?.remove(id))
+        Ok(self.current()?.get(id).cloned())
     }
 
     async fn put(&self, record: TokenRecord) -> Result<(), StoreError> {
@@ -142,21 +172,85 @@ impl TokenStore for FileTokenStore {
     }
 
     async fn list(&self) -> Result<Vec<TokenRecord>, StoreError> {
-        Ok(self.current()?.into_values().collect())
+        let mut tokens: Vec<TokenRecord> = self.current()?.values().cloned().collect();
+        tokens.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(tokens)
     }
 
+    /// "Last used" is informational: when the disk refuses the write (full, read-only), the
+    /// use is kept in memory, the failure is logged once (and its end too), and tokens keep
+    /// working.
     async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError> {
         let now = unix(at);
+        let unsaved = self
+            .unsaved_uses
+            .lock()
+            .ok()
+            .and_then(|u| u.get(id).copied());
         let stale = self.current()?.get(id).is_some_and(|t| {
             t.last_used_at
+                .max(unsaved)
                 .is_none_or(|u| now >= u + LAST_USED_GRANULARITY_SECS)
         });
-        if stale {
-            self.update(|tokens| {
-                if let Some(token) = tokens.get_mut(id) {
-                    token.last_used_at = Some(now);
+        if !stale {
+            return Ok(());
+        }
+        let written = self.update(|tokens| {
+            if let Some(token) = tokens.get_mut(id) {
+                token.last_used_at = Some(now);
+            }
+        });
+        let mut problem = self.write_problem.lock().unwrap_or_else(|p| p.into_inner());
+        match written {
+            Ok(()) => {
+                if problem.take().is_some() {
+                    tracing::info!("recording token use in {} works again", self.path.display());
                 }
-            })?;
+                if let Ok(mut unsaved) = self.unsaved_uses.lock() {
+                    unsaved.clear();
+                }
+            }
+            Err(e) => {
+                let message = format!("{}", ErrorChain(&e));
+                if problem.as_deref() != Some(message.as_str()) {
+                    tracing::warn!(
+                        error = message,
+                        "cannot record when tokens are used (they keep working); reported again only if the error changes"
+                    );
+                    *problem = Some(message);
+                }
+                if let Ok(mut unsaved) = self.unsaved_uses.lock() {
+                    unsaved.insert(id.to_owned(), now);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An error with its sources: `outer: inner`.
+struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+impl FileTokenStore {
+    /// Drops tokens expired or revoked more than [`tfreg_core::tokens::PURGE_AFTER_SECS`]
+    /// ago now, rather than
+    /// at the next write (the server calls it at start).
+    pub fn purge(&self) -> Result<(), StoreError> {
+        let now = SystemTime::now();
+        if self.current()?.values().any(|t| purge_due(t, now)) {
+            self.update(|_| {})?;
         }
         Ok(())
     }
@@ -218,6 +312,102 @@ mod tests {
             authenticate(&server, Some(&header), now).await.unwrap(),
             Err(AuthError::Revoked)
         );
+    }
+
+    #[tokio::test]
+    async fn tokens_long_expired_or_revoked_are_purged_on_the_next_write() {
+        use tfreg_core::tokens::PURGE_AFTER_SECS;
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileTokenStore::new(dir.path());
+        let long_ago = SystemTime::now() - Duration::from_secs(PURGE_AFTER_SECS + 3600);
+        let recently = SystemTime::now() - Duration::from_secs(60);
+        let expired = generate(vec![], "old".into(), Some(Duration::from_secs(1)), long_ago);
+        let just_expired = generate(vec![], "new".into(), Some(Duration::from_secs(1)), recently);
+        let mut revoked = generate(vec![], "revoked".into(), None, long_ago).record;
+        revoked.revoked_at = Some(unix(long_ago));
+        let live = generate(vec![], "live".into(), None, long_ago);
+        for record in [
+            &expired.record,
+            &just_expired.record,
+            &revoked,
+            &live.record,
+        ] {
+            store.put(record.clone()).await.unwrap();
+        }
+        // The last put purged what ended long ago; what ended recently stays listed.
+        let ids: Vec<String> = store
+            .list()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert!(!ids.contains(&expired.record.id) && !ids.contains(&revoked.id));
+        assert!(ids.contains(&just_expired.record.id) && ids.contains(&live.record.id));
+    }
+
+    #[tokio::test]
+    async fn a_disk_that_refuses_writes_is_reported_once_and_tokens_keep_working() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Captured(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Captured {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileTokenStore::new(dir.path());
+        let now = SystemTime::now();
+        let tokens: Vec<_> = (0..5)
+            .map(|_| generate(vec![], String::new(), None, now))
+            .collect();
+        for t in &tokens {
+            store.put(t.record.clone()).await.unwrap();
+        }
+        // Given a disk that refuses every write (the temporary file's name is taken by a
+        // folder, which even root cannot overwrite with a file),
+        fs::create_dir(dir.path().join("tokens.json.tmp")).unwrap();
+        // when many requests are authenticated, over several minutes of "last used",
+        for minute in 0..3 {
+            let at = now + Duration::from_secs(minute * 120);
+            for _ in 0..20 {
+                for t in &tokens {
+                    let header = format!("Bearer {}", t.token);
+                    let access = authenticate(&store, Some(&header), at).await.unwrap();
+                    assert!(access.is_ok(), "tokens keep working");
+                }
+            }
+        }
+        // then the failure is logged once, not per request.
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            log.matches("cannot record when tokens are used").count(),
+            1,
+            "{log}"
+        );
+        // When the disk works again, that is said once too.
+        fs::remove_dir(dir.path().join("tokens.json.tmp")).unwrap();
+        let header = format!("Bearer {}", tokens[0].token);
+        let later = now + Duration::from_secs(3600);
+        assert!(authenticate(&store, Some(&header), later)
+            .await
+            .unwrap()
+            .is_ok());
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(log.matches("works again").count(), 1, "{log}");
     }
 
     #[tokio::test]
