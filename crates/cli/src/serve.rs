@@ -171,7 +171,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let tokens: Option<Arc<dyn TokenStore>> = if args.public {
                 None
             } else {
-                Some(Arc::new(FileTokenStore::new(state_dir.path())))
+                let tokens = FileTokenStore::new(state_dir.path());
+                if let Err(e) = tokens.purge() {
+                    tracing::warn!(error = %e, "could not purge long-expired tokens");
+                }
+                Some(Arc::new(tokens))
             };
             let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
             (app, Some(watcher))

@@ -43,9 +43,73 @@ pub struct Config {
     pub redirect_secret: Option<Vec<u8>>,
 }
 
+/// The functions of the stack (template.yaml), by what they serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Function {
+    Discovery,
+    Modules,
+    Providers,
+    Mirror,
+    Downloads,
+    Indexer,
+}
+
+impl Function {
+    pub const ALL: [Function; 6] = [
+        Function::Discovery,
+        Function::Modules,
+        Function::Providers,
+        Function::Mirror,
+        Function::Downloads,
+        Function::Indexer,
+    ];
+
+    /// The function's package name under `crates/functions/` (and `build/lambda/`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Discovery => "discovery",
+            Function::Modules => "modules",
+            Function::Providers => "providers",
+            Function::Mirror => "mirror",
+            Function::Downloads => "downloads",
+            Function::Indexer => "indexer",
+        }
+    }
+
+    /// True for the functions that hand out or follow download URLs, and so read
+    /// `TFREG_DOWNLOADS`, `TFREG_URL_SECRET` and `TFREG_URL_TTL`. The others never look at
+    /// them: a setting they do not use can never stop their cold start.
+    pub fn makes_download_urls(self) -> bool {
+        matches!(
+            self,
+            Function::Modules | Function::Providers | Function::Mirror | Function::Downloads
+        )
+    }
+}
+
 impl Config {
-    /// Reads the configuration through `get` (the process environment in Lambda).
+    /// Reads the configuration of a function that makes download URLs through `get` (the
+    /// process environment in Lambda).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        Config::for_function(Function::Modules, get)
+    }
+
+    /// Reads what `function` needs of the configuration through `get`.
+    pub fn for_function(
+        function: Function,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let urls = function.makes_download_urls();
+        let get = |name: &str| {
+            let download_setting = matches!(
+                name,
+                "TFREG_DOWNLOADS" | "TFREG_URL_SECRET" | "TFREG_URL_TTL"
+            );
+            if download_setting && !urls {
+                return None;
+            }
+            get(name)
+        };
         let required = |variable: &'static str| {
             get(variable)
                 .filter(|v| !v.trim().is_empty())
@@ -115,8 +179,8 @@ impl Config {
         })
     }
 
-    pub fn from_env() -> Result<Config, ConfigError> {
-        Config::from_lookup(|name| std::env::var(name).ok())
+    pub fn from_env(function: Function) -> Result<Config, ConfigError> {
+        Config::for_function(function, |name| std::env::var(name).ok())
     }
 }
 
@@ -178,9 +242,9 @@ fn init_tracing() {
 }
 
 /// The entry point of every API function.
-pub async fn run_api() -> Result<(), Error> {
+pub async fn run_api(function: Function) -> Result<(), Error> {
     init_tracing();
-    let config = Config::from_env()?;
+    let config = Config::from_env(function)?;
     let state = app_state(&config, Stores::connect(&config).await);
     lambda_http::run(tfreg_http::router(state)).await
 }
@@ -188,7 +252,7 @@ pub async fn run_api() -> Result<(), Error> {
 /// The entry point of the indexer function.
 pub async fn run_indexer() -> Result<(), Error> {
     init_tracing();
-    let config = Config::from_env()?;
+    let config = Config::from_env(Function::Indexer)?;
     let stores = Stores::connect(&config).await;
     let indexer = Arc::new(
         Indexer::new(stores.metadata, stores.artifacts).with_hostname(config.hostname.clone()),
