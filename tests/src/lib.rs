@@ -676,3 +676,142 @@ impl Drop for Moto {
         let _ = self.child.wait();
     }
 }
+
+/// A stand-in for the Lambda Runtime API: hands each queued event to the function binary
+/// that polls it (as Lambda does), and keeps what the function answers. Stopped when
+/// dropped. Past its events, `next` waits forever, as Lambda's does between invocations.
+pub struct RuntimeApi {
+    /// `127.0.0.1:PORT`, for `AWS_LAMBDA_RUNTIME_API`.
+    pub addr: String,
+    answers: Arc<Mutex<Vec<(String, String)>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RuntimeApi {
+    /// Serves `events` (JSON payloads) in order, with request ids `request-0`, `request-1`...
+    pub fn start(events: Vec<String>) -> RuntimeApi {
+        use axum::extract::{Path as UrlPath, State};
+        use axum::http::HeaderMap;
+        use axum::routing::{get, post};
+
+        #[derive(Clone)]
+        struct Api {
+            events: Arc<Mutex<std::collections::VecDeque<(String, String)>>>,
+            answers: Arc<Mutex<Vec<(String, String)>>>,
+        }
+        async fn next(State(api): State<Api>) -> (HeaderMap, String) {
+            let event = api.events.lock().unwrap().pop_front();
+            let Some((id, body)) = event else {
+                std::future::pending::<()>().await;
+                unreachable!()
+            };
+            let deadline = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 30_000;
+            let mut headers = HeaderMap::new();
+            for (name, value) in [
+                ("lambda-runtime-aws-request-id", id),
+                ("lambda-runtime-deadline-ms", deadline.to_string()),
+                (
+                    "lambda-runtime-invoked-function-arn",
+                    "arn:aws:lambda:us-east-1:123456789012:function:tfreg".to_owned(),
+                ),
+                (
+                    "lambda-runtime-trace-id",
+                    "Root=1-00000000-000000000000000000000000".to_owned(),
+                ),
+            ] {
+                headers.insert(name, value.parse().unwrap());
+            }
+            (headers, body)
+        }
+        async fn answer(
+            State(api): State<Api>,
+            UrlPath((id, kind)): UrlPath<(String, String)>,
+            body: String,
+        ) -> axum::http::StatusCode {
+            api.answers
+                .lock()
+                .unwrap()
+                .push((format!("{id}/{kind}"), body));
+            axum::http::StatusCode::ACCEPTED
+        }
+        async fn init_error(State(api): State<Api>, body: String) -> axum::http::StatusCode {
+            api.answers
+                .lock()
+                .unwrap()
+                .push(("init/error".into(), body));
+            axum::http::StatusCode::ACCEPTED
+        }
+
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let api = Api {
+            events: Arc::new(Mutex::new(
+                events
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, e)| (format!("request-{i}"), e))
+                    .collect(),
+            )),
+            answers: Arc::clone(&answers),
+        };
+        let app = axum::Router::new()
+            .route("/2018-06-01/runtime/invocation/next", get(next))
+            .route("/2018-06-01/runtime/invocation/{id}/{kind}", post(answer))
+            .route("/2018-06-01/runtime/init/error", post(init_error))
+            .with_state(api);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        RuntimeApi {
+            addr,
+            answers,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// What functions answered so far: (`<request id>/response` or `/error`, body).
+    pub fn answers(&self) -> Vec<(String, String)> {
+        self.answers.lock().unwrap().clone()
+    }
+}
+
+impl Drop for RuntimeApi {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // A function may still hold a `next` poll open; don't wait for it.
+        drop(self.thread.take());
+    }
+}
+
+/// A Lambda function binary of this build (`discovery`, `modules`, ... `indexer`).
+pub fn function_bin(name: &str) -> PathBuf {
+    let bin = tfreg_bin().with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first with `cargo build --bins` (`make test` does both)",
+        bin.display()
+    );
+    bin
+}

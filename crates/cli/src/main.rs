@@ -107,13 +107,11 @@ fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Logs go to stderr; `RUST_LOG` sets the verbosity.
+/// Logs go to stderr, redacted; `RUST_LOG` sets the verbosity.
 fn init_tracing(default: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let style = tfreg_http::logging::LogStyle {
+        ansi: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        time: true,
+    };
+    tfreg_http::logging::init(default, style);
 }

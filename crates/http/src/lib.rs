@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod extract;
+pub mod logging;
 pub mod middleware;
 pub mod routes;
 

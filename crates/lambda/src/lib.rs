@@ -24,7 +24,7 @@ pub struct ConfigError {
 }
 
 /// What the functions are configured with (see template.yaml).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Config {
     /// `TFREG_TABLE`: the DynamoDB table.
     pub table: String,
@@ -184,6 +184,20 @@ impl Config {
     }
 }
 
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the secret.
+        f.debug_struct("Config")
+            .field("table", &self.table)
+            .field("bucket", &self.bucket)
+            .field("public", &self.public)
+            .field("url_ttl", &self.url_ttl)
+            .field("hostname", &self.hostname)
+            .field("redirect", &self.redirect_secret.is_some())
+            .finish()
+    }
+}
+
 impl Config {
     /// The signer of registry download URLs in redirect mode.
     pub fn redirect_signer(&self) -> Option<Arc<UrlSigner>> {
@@ -231,14 +245,12 @@ pub fn app_state(config: &Config, stores: Stores) -> AppState {
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // CloudWatch adds timestamps; colours would be noise there.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .without_time()
-        .init();
+    let style = tfreg_http::logging::LogStyle {
+        ansi: false,
+        time: false,
+    };
+    tfreg_http::logging::init("info", style);
 }
 
 /// The entry point of every API function.

@@ -56,9 +56,8 @@ fn every_function_starts_with_the_templates_environment_in_every_download_mode()
         for (logical_id, environment) in &functions {
             let function = function_of(environment);
             let config = Config::for_function(function, |name| environment.get(name).cloned());
-            let config = config.unwrap_or_else(|e| {
-                panic!("{logical_id} ({mode}) would fail its cold start: {e}")
-            });
+            let config = config
+                .unwrap_or_else(|e| panic!("{logical_id} ({mode}) would fail its cold start: {e}"));
             // The URL-making functions run in the mode the stack was deployed with.
             if function.makes_download_urls() {
                 assert_eq!(

@@ -1,0 +1,258 @@
+//! Logging for every tfreg process: `tracing` to stderr, at the verbosity `RUST_LOG` sets,
+//! with secrets redacted from every line at every level. tfreg itself never logs a token or
+//! a signature, but libraries may: at `trace`, `lambda_runtime` logs each raw event, whose
+//! headers hold the caller's bearer token. So the writer, which sees every formatted line
+//! whoever logged it, removes bearer tokens, tfreg tokens, and the signatures and session
+//! tokens of download URLs before anything is written.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::EnvFilter;
+
+/// What replaces a secret.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// How a process's log lines look.
+#[derive(Debug, Clone, Copy)]
+pub struct LogStyle {
+    /// Colours, for a terminal.
+    pub ansi: bool,
+    /// Timestamps (CloudWatch adds its own).
+    pub time: bool,
+}
+
+/// Installs the process's logger: `RUST_LOG`, else `default`, to stderr, redacted.
+pub fn init(default: &str, style: LogStyle) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(Redacting::new(io::stderr))
+        .with_ansi(style.ansi);
+    if style.time {
+        builder.init();
+    } else {
+        builder.without_time().init();
+    }
+}
+
+/// Makes writers that redact each log line before passing it to the writers of `inner`.
+#[derive(Debug, Clone)]
+pub struct Redacting<M> {
+    inner: M,
+}
+
+impl<M> Redacting<M> {
+    pub fn new(inner: M) -> Self {
+        Self { inner }
+    }
+}
+
+impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Redacting<M> {
+    type Writer = RedactingWriter<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingWriter {
+            line: Vec::new(),
+            inner: self.inner.make_writer(),
+        }
+    }
+}
+
+/// Gathers one event's output, then writes it redacted when dropped (the formatter makes a
+/// writer per event, so a secret is never split between two writes).
+pub struct RedactingWriter<W: Write> {
+    line: Vec<u8>,
+    inner: W,
+}
+
+impl<W: Write> Write for RedactingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.line.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: Write> Drop for RedactingWriter<W> {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.line);
+        let _ = self.inner.write_all(redact(&text).as_bytes());
+        let _ = self.inner.flush();
+    }
+}
+
+/// True for the characters a secret value may hold; anything else ends it (quotes, the
+/// backslash of an escaped quote, spaces, `&`, commas, brackets).
+fn secret_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_.~+/=%:".contains(c)
+}
+
+/// Case-insensitive search for `needle` (ASCII) in `haystack` from `from`.
+fn find_ascii(haystack: &str, needle: &str, from: usize) -> Option<usize> {
+    let h = haystack.as_bytes();
+    let n = needle.as_bytes();
+    if h.len() < n.len() {
+        return None;
+    }
+    (from..=h.len() - n.len()).find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
+/// The secrets a line may carry, each as what precedes the value. The value runs to the
+/// first character that cannot be part of it.
+const MARKERS: [&str; 5] = [
+    "bearer ",
+    "signature=",
+    "x-amz-security-token=",
+    "x-amz-credential=",
+    "secret=",
+];
+
+/// `text` with every secret replaced by [`REDACTED`]: bearer tokens (whatever their form),
+/// tfreg tokens anywhere, and the signatures and credentials of download URLs.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for marker in MARKERS {
+        let mut from = 0;
+        while let Some(at) = find_ascii(text, marker, from) {
+            let mut start = at + marker.len();
+            // `Bearer   token`: any run of spaces.
+            while text[start..].starts_with(' ') {
+                start += 1;
+            }
+            let end = start
+                + text[start..]
+                    .find(|c: char| !secret_char(c))
+                    .unwrap_or(text.len() - start);
+            if end > start {
+                spans.push((start, end));
+            }
+            from = end.max(at + 1);
+        }
+    }
+    // `tfreg_<16 hex id>_<secret>`: the id stays (it names the token in `tfreg token list`).
+    let mut from = 0;
+    while let Some(at) = find_ascii(text, "tfreg_", from) {
+        let id_start = at + "tfreg_".len();
+        let id = text.get(id_start..id_start + 17);
+        let is_token = id.is_some_and(|id| {
+            id.ends_with('_') && id.as_bytes()[..16].iter().all(u8::is_ascii_hexdigit)
+        });
+        from = at + 1;
+        if is_token {
+            let start = id_start + 17;
+            let end = start
+                + text[start..]
+                    .find(|c: char| !secret_char(c))
+                    .unwrap_or(text.len() - start);
+            if end > start {
+                spans.push((start, end));
+            }
+        }
+    }
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    spans.sort();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        if start < at {
+            at = at.max(end);
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str(REDACTED);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "tfreg_0123456789abcdef_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCd";
+
+    #[test]
+    fn secrets_are_redacted_wherever_they_appear() {
+        for (line, secret) in [
+            (format!("authorization: Bearer {TOKEN}"), TOKEN),
+            (
+                format!(r#"body="{{\"authorization\":\"Bearer {TOKEN}\"}}""#),
+                TOKEN,
+            ),
+            (
+                "header=\"BEARER   some.jwt.value\"".to_owned(),
+                "some.jwt.value",
+            ),
+            (format!("token {TOKEN} seen"), TOKEN),
+            (
+                "GET /v1/artifacts/x.zip?expires=1&signature=c2lnbmF0dXJl&revision=r".to_owned(),
+                "c2lnbmF0dXJl",
+            ),
+            (
+                "https://b.s3.amazonaws.com/k?X-Amz-Security-Token=FQoG%2Bsecret&X-Amz-Signature=abc123".to_owned(),
+                "FQoG%2Bsecret",
+            ),
+        ] {
+            let redacted = redact(&line);
+            assert!(!redacted.contains(secret), "{redacted}");
+            assert!(redacted.contains(REDACTED), "{redacted}");
+        }
+        let url = "?X-Amz-Security-Token=tok&X-Amz-Signature=abc123";
+        assert!(!redact(url).contains("abc123"));
+        // The token's public id stays, for `tfreg token list`.
+        assert!(redact(TOKEN).contains("tfreg_0123456789abcdef_"));
+    }
+
+    #[test]
+    fn lines_without_secrets_are_untouched() {
+        for line in [
+            "GET /v1/modules/acme/network/aws/versions 200",
+            "tfreg_ is a prefix",
+            "signature=",
+            "",
+            "ünïcödé bearer",
+        ] {
+            assert!(matches!(redact(line), Cow::Borrowed(_)), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_writer_redacts_what_any_library_logs() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl Write for Sink {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(Redacting::new(move || writer.clone()))
+            .with_max_level(tracing::Level::TRACE)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::trace!(
+                target: "lambda_runtime",
+                body = format!(r#"{{"headers":{{"authorization":"Bearer {TOKEN}"}}}}"#),
+                "raw JSON event received from Lambda"
+            );
+        });
+        let out = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(out.contains("raw JSON event"), "{out}");
+        assert!(!out.contains(&TOKEN[23..]), "{out}");
+    }
+}
