@@ -3,6 +3,7 @@
 
 mod access;
 mod aws;
+mod hostile;
 mod lambda;
 mod modules;
 mod providers;

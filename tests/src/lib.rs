@@ -244,6 +244,24 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Sends SIGTERM and waits up to `within` for the process to exit; true if it did.
+    pub fn terminate(&mut self, within: Duration) -> bool {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(sent, "kill -TERM {pid} failed");
+        wait_until(within, || matches!(self.child.try_wait(), Ok(Some(_))))
+    }
+
+    /// True while the server process runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -814,4 +832,74 @@ pub fn function_bin(name: &str) -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// An answer read off the wire.
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends `request` byte for byte over TLS to a server trusting `cert` (no normalising of
+/// paths, no validation of headers, as a hostile client would), and reads the answer until
+/// the server closes or `Content-Length` bytes of body came. `None` if the server closed
+/// without answering.
+pub fn raw_request(addr: &str, cert: &Path, request: &[u8]) -> Option<RawResponse> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    use std::io::Read;
+    let mut roots = rustls::RootCertStore::empty();
+    for der in CertificateDer::pem_file_iter(cert).unwrap() {
+        roots.add(der.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let host = addr.rsplit_once(':').unwrap().0.to_owned();
+    let name = ServerName::try_from(host).unwrap();
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut tls = rustls::StreamOwned::new(connection, tcp);
+    // A server may answer before it has read everything (and close): read what it said.
+    let _ = tls.write_all(request).and_then(|_| tls.flush());
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match tls.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+        }
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&received[..end]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            let no_body = head.starts_with("http/1.1 204") || head.starts_with("http/1.1 304");
+            if no_body || length.is_some_and(|l| received.len() >= end + 4 + l) {
+                break;
+            }
+        }
+    }
+    let end = received.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&received[..end]).into_owned();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some(RawResponse {
+        status,
+        head,
+        body: received[end + 4..].to_vec(),
+    })
 }

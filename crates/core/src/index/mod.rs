@@ -132,11 +132,11 @@ impl Indexer {
                 return Ok(IndexOutcome::Ignored);
             }
             Classified::Invalid(error) => {
-                let exists = self.artifacts.head(key).await?.is_some()
-                    || self.artifacts.refusal(key).await?.is_some();
-                return self
-                    .outcome_for_invalid(key, exists, error.to_string())
-                    .await;
+                // A link or FIFO is refused as such, whatever its name.
+                let refused = self.artifacts.refusal(key).await?;
+                let exists = refused.is_some() || self.artifacts.head(key).await?.is_some();
+                let reason = refused.unwrap_or_else(|| error.to_string());
+                return self.outcome_for_invalid(key, exists, reason).await;
             }
             Classified::Artifact(artifact) => artifact,
         };

@@ -103,7 +103,13 @@ pub struct Guard<S> {
     passed_at: usize,
     /// A refusal being written; after it, the stream ends.
     refusal: Option<(Vec<u8>, usize)>,
+    /// Bytes still read and dropped after a refusal, so a client still sending (a long
+    /// header) reads the answer instead of a reset connection.
+    drain: usize,
 }
+
+/// Most bytes read and dropped after a refusal (the head-read timeout bounds the time).
+const DRAIN_BYTES: usize = 1024 * 1024;
 
 enum Judgement {
     NeedMore,
@@ -134,6 +140,7 @@ impl<S> Guard<S> {
             passed: Vec::new(),
             passed_at: 0,
             refusal: None,
+            drain: DRAIN_BYTES,
         }
     }
 
@@ -267,8 +274,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guard<S> {
         let this = self.get_mut();
         loop {
             if this.refusal.is_some() {
-                // The refusal goes out, then hyper sees the end of the stream and closes.
+                // The refusal goes out; what the client still sends is read and dropped
+                // (within bounds); then hyper sees the end of the stream and closes.
                 ready!(this.poll_refusal(cx))?;
+                while this.drain > 0 {
+                    let mut chunk = [0u8; 8192];
+                    let mut read = ReadBuf::new(&mut chunk);
+                    match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                        Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                            this.drain = this.drain.saturating_sub(read.filled().len());
+                        }
+                        Poll::Pending => return Poll::Pending,
+                        _ => this.drain = 0,
+                    }
+                }
                 return Poll::Ready(Ok(()));
             }
             if this.passed_at < this.passed.len() {
@@ -297,7 +316,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guard<S> {
                             "refused a malformed request"
                         );
                         this.pending.clear();
-                        this.activity.end_head();
+                        // The head-read timeout bounds the draining that follows.
+                        this.activity.begin_head();
                         this.refusal = Some((error_response(status, &message), 0));
                         continue;
                     }

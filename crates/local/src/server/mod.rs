@@ -6,7 +6,8 @@
 //!   wait for a slot, and when three quarters are taken, connections that sit idle between
 //!   requests are closed after [`ServerLimits::idle_timeout_under_pressure`], so slow or
 //!   idle clients cannot starve valid requests;
-//! - a TLS handshake, and each request head, must complete within their timeouts;
+//! - a TLS handshake, and each request head, must complete within their timeouts (the
+//!   handshake's is shortened under pressure too);
 //! - a connection that moves no byte between requests for [`ServerLimits::idle_timeout`]
 //!   is closed;
 //! - request heads are bounded and checked before hyper sees them ([`guard`]), so every
@@ -176,7 +177,13 @@ async fn connection(
 ) {
     let limits = &shared.limits;
     let _ = tcp.set_nodelay(true);
-    let tls = match tokio::time::timeout(limits.tls_handshake_timeout, acceptor.accept(tcp)).await {
+    // Under pressure, a client gets no longer to finish its handshake than an idle
+    // connection gets to stay open.
+    let handshake = match shared.under_pressure() {
+        true => limits.idle_timeout_under_pressure,
+        false => limits.tls_handshake_timeout,
+    };
+    let tls = match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "TLS handshake failed");
