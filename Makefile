@@ -4,6 +4,7 @@
 #   make token  create an access token for the local registry (printed as the last line)
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
+#   make bench  benchmarks (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
 #   make deploy sam deploy (guided the first time)
 
@@ -27,7 +28,7 @@ FUNCTIONS := discovery modules providers mirror downloads indexer
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: run token test lint lint-template fmt build build-cli deploy check-tools venv build-venv
+.PHONY: run token test lint bench lint-template fmt build build-cli deploy check-tools venv build-venv
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -49,6 +50,10 @@ $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 	touch $@
+
+## Benchmarks: token checks per second with few and many tokens
+bench:
+	$(CARGO) bench --locked -p tfreg-local --bench tokens
 
 ## Formatting and lints
 lint:

@@ -19,6 +19,7 @@ const HOST: &str = "registry.example.test:8443";
 
 struct Given {
     app: Router,
+    artifacts: Arc<MemoryArtifactStore>,
     signer: Arc<UrlSigner>,
     tokens: Arc<MemoryTokenStore>,
 }
@@ -40,12 +41,13 @@ async fn given_with(files: &[(&str, &[u8])], private: bool) -> Given {
         .reindex_all(|_, _| {})
         .await
         .unwrap();
-    let registry = Registry::new(metadata, artifacts)
+    let registry = Registry::new(metadata, artifacts.clone())
         .with_hostname(tfreg_core::Hostname::parse(HOST).unwrap());
     let tokens = Arc::new(MemoryTokenStore::default());
     let token_store: Option<Arc<dyn TokenStore>> = private.then(|| tokens.clone() as _);
     Given {
         app: router(AppState::new(registry, Some(signer.clone()), token_store)),
+        artifacts,
         signer,
         tokens,
     }
@@ -281,6 +283,29 @@ async fn tampered_and_expired_download_urls_are_403_json() {
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
     let reply = send(&g.app, Method::HEAD, path_and_query(&old)).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_download_url_serves_only_the_revision_it_was_issued_for() {
+    let g = given(NETWORK).await;
+    let reply = get(&g.app, "/v1/modules/acme/network/aws/1.0.0/download").await;
+    let url = reply.headers["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        get(&g.app, path_and_query(&url)).await.status,
+        StatusCode::OK
+    );
+    // Given the file replaced after the URL was issued (a new revision, not yet checked),
+    g.artifacts.put(
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        b"replaced".to_vec(),
+    );
+    // then the URL no longer serves it: the client asks the registry again.
+    let reply = get(&g.app, path_and_query(&url)).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    assert!(reply.error().contains("changed"), "{}", reply.error());
 }
 
 #[tokio::test]
