@@ -14,27 +14,11 @@ use tfreg_core::signing::UrlSigner;
 use tfreg_core::Origin;
 use tfreg_e2e::{publish, raw_request, tar_gz, tfreg, wait_until, RawResponse, Server, TempDir};
 
-/// A zip whose central directory lists two entries pointing at its one local file: the
-/// overlapping-entries bomb (a real one chains thousands to inflate to terabytes).
+/// The overlapping-entries bomb, in miniature (real ones chain thousands of entries to
+/// inflate to terabytes).
 fn overlapping_bomb(name: &str) -> Vec<u8> {
     let zip = tfreg_e2e::zip(&[(name, &[0u8; 64 * 1024], 0o755)]);
-    let eocd = zip.len() - 22;
-    let u32_at = |at: usize| u32::from_le_bytes(zip[at..at + 4].try_into().unwrap()) as usize;
-    let (cd_size, cd_start) = (u32_at(eocd + 12), u32_at(eocd + 16));
-    let record = &zip[cd_start..cd_start + cd_size];
-    let name_len = u16::from_le_bytes([record[28], record[29]]) as usize;
-    let mut out = zip[..cd_start].to_vec();
-    for copy in 0..2u8 {
-        let mut r = record.to_vec();
-        r[46 + name_len - 1] = b'a' + copy;
-        out.extend_from_slice(&r);
-    }
-    let mut end = zip[eocd..].to_vec();
-    end[8..10].copy_from_slice(&2u16.to_le_bytes());
-    end[10..12].copy_from_slice(&2u16.to_le_bytes());
-    end[12..16].copy_from_slice(&((cd_size * 2) as u32).to_le_bytes());
-    out.extend_from_slice(&end);
-    out
+    tfreg_core::hash::overlapping_entries(&zip, 2)
 }
 
 /// What must never appear in an answer: the contents of files outside the data directory

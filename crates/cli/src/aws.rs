@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, Hostname, Indexer, MetadataStore};
+use tfreg_core::{ArtifactStore, Indexer, MetadataStore};
 
 /// The adapters over one table and bucket.
 pub struct Aws {
@@ -70,12 +69,7 @@ pub struct ReindexArgs {
 /// after lost events, or to rebuild a lost table.
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
     let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300), None).await;
-    let hostname = args
-        .hostname
-        .as_deref()
-        .map(Hostname::parse)
-        .transpose()
-        .context("--hostname")?;
+    let hostname = crate::optional_hostname(args.hostname.as_deref())?;
     let indexer = Indexer::new(aws.metadata, aws.artifacts).with_hostname(hostname);
     let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
     for change in &report.changes {

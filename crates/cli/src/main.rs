@@ -94,6 +94,14 @@ async fn reindex_with_progress(
     Ok(summary)
 }
 
+/// The registry's hostname from `--hostname`, if given.
+fn optional_hostname(text: Option<&str>) -> anyhow::Result<Option<tfreg_core::Hostname>> {
+    use anyhow::Context;
+    text.map(tfreg_core::Hostname::parse)
+        .transpose()
+        .context("--hostname")
+}
+
 /// `tfreg hash FILE...`: one line per file, `h1:...  zh:...  FILE`.
 fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
     use anyhow::Context;

@@ -55,12 +55,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     ));
     let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
     let metadata = Arc::new(MemoryMetadataStore::new());
-    let hostname = args
-        .hostname
-        .as_deref()
-        .map(Hostname::parse)
-        .transpose()
-        .context("--hostname")?;
+    let hostname = crate::optional_hostname(args.hostname.as_deref())?;
     let indexer = Indexer::new(metadata.clone(), artifacts.clone()).with_hostname(hostname);
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;

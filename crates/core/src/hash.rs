@@ -308,6 +308,37 @@ struct Span {
     data_end: u64,
 }
 
+/// A zip whose central directory lists `copies` entries that all point at the one local file
+/// of the one-entry, comment-less zip `zip`: the overlapping-entries compression bomb, in
+/// miniature (real ones chain thousands to inflate to terabytes). For tests and fuzzing:
+/// [`h1_of_zip`] must refuse it with [`HashError::Overlap`] whenever `copies` > 1.
+#[doc(hidden)]
+pub fn overlapping_entries(zip: &[u8], copies: u16) -> Vec<u8> {
+    let eocd = zip.len() - 22;
+    assert_eq!(
+        &zip[eocd..eocd + 4],
+        b"PK\x05\x06",
+        "a one-entry zip without comment"
+    );
+    let u32_at = |at: usize| u32::from_le_bytes([zip[at], zip[at + 1], zip[at + 2], zip[at + 3]]);
+    let (cd_size, cd_start) = (u32_at(eocd + 12) as usize, u32_at(eocd + 16) as usize);
+    let record = &zip[cd_start..cd_start + cd_size];
+    let name_len = u16::from_le_bytes([record[28], record[29]]) as usize;
+    let mut out = zip[..cd_start].to_vec();
+    for copy in 0..copies {
+        let mut r = record.to_vec();
+        // A different last letter per copy, so each unpacks to its own file.
+        r[46 + name_len - 1] = b'a' + (copy % 26) as u8;
+        out.extend_from_slice(&r);
+    }
+    let mut end = zip[eocd..].to_vec();
+    end[8..10].copy_from_slice(&copies.to_le_bytes());
+    end[10..12].copy_from_slice(&copies.to_le_bytes());
+    end[12..16].copy_from_slice(&((cd_size * copies as usize) as u32).to_le_bytes());
+    out.extend_from_slice(&end);
+    out
+}
+
 /// A zip library error as a verdict on the file, unless the store itself failed to read.
 fn zip_error(e: zip::result::ZipError) -> HashError {
     match e {
@@ -498,36 +529,12 @@ mod tests {
         ));
     }
 
-    /// A zip whose central directory lists `copies` entries that all point at the one local
-    /// file of `zip` (the overlapping-entries bomb: each copy inflates the same data again).
-    fn overlapping(zip: &[u8], copies: u16) -> Vec<u8> {
-        let eocd = zip.len() - 22;
-        assert_eq!(&zip[eocd..eocd + 4], b"PK\x05\x06");
-        let u32_at = |at: usize| u32::from_le_bytes(zip[at..at + 4].try_into().unwrap()) as usize;
-        let (cd_size, cd_start) = (u32_at(eocd + 12), u32_at(eocd + 16));
-        let record = &zip[cd_start..cd_start + cd_size];
-        let name_len = u16::from_le_bytes([record[28], record[29]]) as usize;
-        let mut out = zip[..cd_start].to_vec();
-        for copy in 0..copies {
-            let mut r = record.to_vec();
-            // A different last letter per copy, so each unpacks to its own file.
-            r[46 + name_len - 1] = b'a' + (copy % 26) as u8;
-            out.extend_from_slice(&r);
-        }
-        let mut end = zip[eocd..].to_vec();
-        end[8..10].copy_from_slice(&copies.to_le_bytes());
-        end[10..12].copy_from_slice(&copies.to_le_bytes());
-        end[12..16].copy_from_slice(&((cd_size * copies as usize) as u32).to_le_bytes());
-        out.extend_from_slice(&end);
-        out
-    }
-
     #[test]
     fn overlapping_entries_are_refused_before_inflating() {
         let zip = zip_of(&[("bomb_0", &[0u8; 4096])]);
         // One copy is an ordinary zip; two copies of one local file overlap.
-        assert!(h1_of_zip(Cursor::new(overlapping(&zip, 1)), &limits()).is_ok());
-        let bomb = overlapping(&zip, 2);
+        assert!(h1_of_zip(Cursor::new(overlapping_entries(&zip, 1)), &limits()).is_ok());
+        let bomb = overlapping_entries(&zip, 2);
         assert!(
             matches!(
                 h1_of_zip(Cursor::new(bomb), &limits()),

@@ -45,6 +45,21 @@ impl StoreError {
     }
 }
 
+/// Displays an error with its chain of sources: `outer: inner: root`.
+pub struct ErrorChain<'a>(pub &'a (dyn StdError + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
 /// What a store knows of an object without reading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectMeta {

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tfreg_core::protocol::Errors;
+use tfreg_core::store::ErrorChain;
 use tfreg_core::{RegistryError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -92,20 +93,5 @@ impl From<StoreError> for ApiError {
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
         ApiError::BadRequest(format!("malformed path: {}", e.body_text()))
-    }
-}
-
-/// Displays an error with its chain of sources: `outer: inner: root`.
-struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
-        }
-        Ok(())
     }
 }

@@ -92,6 +92,14 @@ fn secret_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-_.~+/=%:".contains(c)
 }
 
+/// Where a secret value starting at `start` ends.
+fn secret_end(text: &str, start: usize) -> usize {
+    start
+        + text[start..]
+            .find(|c: char| !secret_char(c))
+            .unwrap_or(text.len() - start)
+}
+
 /// Case-insensitive search for `needle` (ASCII) in `haystack` from `from`.
 fn find_ascii(haystack: &str, needle: &str, from: usize) -> Option<usize> {
     let h = haystack.as_bytes();
@@ -124,10 +132,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
             while text[start..].starts_with(' ') {
                 start += 1;
             }
-            let end = start
-                + text[start..]
-                    .find(|c: char| !secret_char(c))
-                    .unwrap_or(text.len() - start);
+            let end = secret_end(text, start);
             if end > start {
                 spans.push((start, end));
             }
@@ -145,10 +150,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         from = at + 1;
         if is_token {
             let start = id_start + 17;
-            let end = start
-                + text[start..]
-                    .find(|c: char| !secret_char(c))
-                    .unwrap_or(text.len() - start);
+            let end = secret_end(text, start);
             if end > start {
                 spans.push((start, end));
             }

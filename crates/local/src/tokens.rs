@@ -18,6 +18,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use tfreg_core::store::ErrorChain;
 use tfreg_core::tokens::{purge_due, unix, TokenRecord, TokenStore};
 use tfreg_core::StoreError;
 
@@ -223,21 +224,6 @@ impl TokenStore for FileTokenStore {
                     unsaved.insert(id.to_owned(), now);
                 }
             }
-        }
-        Ok(())
-    }
-}
-
-/// An error with its sources: `outer: inner`.
-struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
         }
         Ok(())
     }
