@@ -43,10 +43,10 @@ impl Default for PackageLimits {
     fn default() -> Self {
         Self {
             max_package_bytes: 2048 * MIB,
-            max_entries: 10_000,
+            max_entries: 1_000,
             max_inflated_bytes: 4096 * MIB,
             max_ratio: 200,
-            max_duration: Duration::from_secs(300),
+            max_duration: Duration::from_secs(600),
         }
     }
 }
@@ -91,7 +91,9 @@ pub enum HashError {
     Overlap,
     #[error("the zip entry {name:?} inflates to more than the {declared} bytes it declares")]
     SizeMismatch { name: String, declared: u64 },
-    #[error("hashing the package took longer than {0:?}, the most one package may take")]
+    #[error("the zip's listing is larger than a package's may be (crafted end records, or far more entries than allowed)")]
+    ListingTooLarge,
+    #[error("hashing the package took longer than {0:?}, the most one package may take (if the host was busy, publish the file again or reindex to retry)")]
     TimedOut(Duration),
 }
 
@@ -296,6 +298,134 @@ fn unpacked_name(raw: &str) -> Result<Option<String>, HashError> {
     Ok(Some(parts.join("/")))
 }
 
+/// Most end-of-central-directory records tolerated at the end of a zip (real ones have one).
+const MAX_END_RECORDS: usize = 4;
+
+/// How far before its end a zip's last end record may start: the record (22 bytes) and
+/// its comment (at most 65,535 bytes).
+const TAIL: u64 = 22 + 65_535;
+
+/// What a [`Metered`] reader has read, may read, and why it stopped.
+#[derive(Debug, Default)]
+struct Meter {
+    used: std::sync::atomic::AtomicU64,
+    /// Bytes the current phase may read in all; `u64::MAX`: no bound.
+    budget: std::sync::atomic::AtomicU64,
+    over_budget: std::sync::atomic::AtomicBool,
+    timed_out: std::sync::atomic::AtomicBool,
+}
+
+/// A reader that stops (with an error the zip library passes up) past the deadline, or
+/// past a byte budget: what bounds the zip library's own reading of a hostile listing.
+struct Metered<R> {
+    inner: R,
+    meter: std::sync::Arc<Meter>,
+    deadline: Deadline,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.deadline.check().is_err() {
+            self.meter.timed_out.store(true, Relaxed);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "out of time"));
+        }
+        let used = self.meter.used.load(Relaxed);
+        if used >= self.meter.budget.load(Relaxed) {
+            self.meter.over_budget.store(true, Relaxed);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "out of budget"));
+        }
+        let n = self.inner.read(buf)?;
+        self.meter.used.store(used + n as u64, Relaxed);
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Metered<R> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(to)
+    }
+}
+
+fn le_u16(bytes: &[u8], at: usize) -> u64 {
+    u64::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]))
+}
+
+fn le_u32(bytes: &[u8], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes([
+        bytes[at],
+        bytes[at + 1],
+        bytes[at + 2],
+        bytes[at + 3],
+    ]))
+}
+
+fn le_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut eight = [0u8; 8];
+    eight.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(eight)
+}
+
+/// The entry count of the zip64 end record that the locator before `record_at` points at.
+fn zip64_count<R: Read + Seek>(reader: &mut R, record_at: u64) -> io::Result<Option<u64>> {
+    if record_at < 20 {
+        return Ok(None);
+    }
+    let mut locator = [0u8; 20];
+    reader.seek(SeekFrom::Start(record_at - 20))?;
+    if reader.read_exact(&mut locator).is_err() || !locator.starts_with(b"PK\x06\x07") {
+        return Ok(None);
+    }
+    let mut end64 = [0u8; 56];
+    reader.seek(SeekFrom::Start(le_u64(&locator, 8)))?;
+    if reader.read_exact(&mut end64).is_err() || !end64.starts_with(b"PK\x06\x06") {
+        return Ok(None);
+    }
+    Ok(Some(le_u64(&end64, 24).max(le_u64(&end64, 32))))
+}
+
+/// Reads the end of a zip before the zip library does: its end records must be where they
+/// belong and few, and none may claim more entries than allowed (the library sizes its
+/// tables from those claims before it reads a byte of the listing).
+fn check_end_records<R: Read + Seek>(reader: &mut R, max_entries: usize) -> Result<(), HashError> {
+    let len = reader.seek(SeekFrom::End(0))?;
+    let start = len.saturating_sub(TAIL);
+    reader.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::with_capacity((len - start) as usize);
+    reader.by_ref().take(TAIL).read_to_end(&mut tail)?;
+    let records: Vec<usize> = (0..tail.len().saturating_sub(21))
+        .filter(|&at| tail[at..].starts_with(b"PK\x05\x06"))
+        .collect();
+    if records.is_empty() {
+        return Err(HashError::Zip(
+            "no end of central directory record at the end: not a zip archive".into(),
+        ));
+    }
+    if records.len() > MAX_END_RECORDS {
+        return Err(HashError::ListingTooLarge);
+    }
+    for at in records {
+        let count = le_u16(&tail, at + 10).max(le_u16(&tail, at + 8));
+        let zip64 = count == 0xFFFF
+            || le_u32(&tail, at + 12) == 0xFFFF_FFFF
+            || le_u32(&tail, at + 16) == 0xFFFF_FFFF;
+        // The zip64 locator sits right before the end record and points at the zip64 end
+        // record, whose counts are the ones the library believes.
+        let count = match zip64 {
+            true => zip64_count(reader, start + at as u64)?.unwrap_or(count),
+            false => count,
+        };
+        if count > max_entries as u64 {
+            return Err(HashError::TooManyEntries {
+                count: usize::try_from(count).unwrap_or(usize::MAX),
+                max: max_entries,
+            });
+        }
+    }
+    reader.seek(SeekFrom::Start(0))?;
+    Ok(())
+}
+
 /// Terraform's `h1:` hash of a zip's contents (its files, as unpacked; folders don't count),
 /// within `limits`.
 pub fn h1_of_zip<R: Read + Seek>(reader: R, limits: &PackageLimits) -> Result<String, HashError> {
@@ -355,11 +485,32 @@ fn zip_error(e: zip::result::ZipError) -> HashError {
 }
 
 fn h1_within<R: Read + Seek>(
-    reader: R,
+    mut reader: R,
     limits: &PackageLimits,
     deadline: Deadline,
 ) -> Result<String, HashError> {
-    let mut archive = zip::ZipArchive::new(reader).map_err(zip_error)?;
+    use std::sync::atomic::Ordering::Relaxed;
+    check_end_records(&mut reader, limits.max_entries)?;
+    // The listing (end records, central directory, local headers) may take this much
+    // reading: plenty for `max_entries` real entries, nothing like a crafted archive's.
+    let meter = std::sync::Arc::new(Meter::default());
+    let listing_budget = 2 * TAIL + (limits.max_entries as u64 + 1) * 2048;
+    meter.budget.store(listing_budget, Relaxed);
+    let metered = Metered {
+        inner: reader,
+        meter: std::sync::Arc::clone(&meter),
+        deadline,
+    };
+    let stopped = |e: HashError| {
+        if meter.timed_out.load(Relaxed) {
+            HashError::TimedOut(deadline.budget)
+        } else if meter.over_budget.load(Relaxed) {
+            HashError::ListingTooLarge
+        } else {
+            e
+        }
+    };
+    let mut archive = zip::ZipArchive::new(metered).map_err(|e| stopped(zip_error(e)))?;
     if archive.len() > limits.max_entries {
         return Err(HashError::TooManyEntries {
             count: archive.len(),
@@ -373,7 +524,9 @@ fn h1_within<R: Read + Seek>(
     let mut declared_total = 0u64;
     for index in 0..archive.len() {
         deadline.check()?;
-        let file = archive.by_index_raw(index).map_err(zip_error)?;
+        let file = archive
+            .by_index_raw(index)
+            .map_err(|e| stopped(zip_error(e)))?;
         let compressed = file.compressed_size();
         let size = file.size();
         declared_total = declared_total.saturating_add(size);
@@ -409,9 +562,13 @@ fn h1_within<R: Read + Seek>(
     if spans.last().is_some_and(|s| s.data_end > central_start) {
         return Err(HashError::Overlap);
     }
+    // Inflating is bounded by the sizes checked above, not by the listing's budget.
+    meter.budget.store(u64::MAX, Relaxed);
     let mut summary = Sha256::new();
     for (name, (index, declared)) in entries {
-        let file = archive.by_index(index).map_err(zip_error)?;
+        let file = archive
+            .by_index(index)
+            .map_err(|e| stopped(zip_error(e)))?;
         // Never more than the entry declares (the listing's totals were checked above);
         // reading to the end also checks the entry's CRC-32.
         let mut hasher = Sha256::new();
@@ -421,7 +578,7 @@ fn h1_within<R: Read + Seek>(
             Some(deadline),
         )
         .map_err(|e| match e {
-            HashError::Io(e) => HashError::Zip(format!("{name}: {e}")),
+            HashError::Io(e) => stopped(HashError::Zip(format!("{name}: {e}"))),
             other => other,
         })?;
         if read > declared {
@@ -541,6 +698,83 @@ mod tests {
                 Err(HashError::Overlap)
             ),
             "overlapping entries must be refused"
+        );
+    }
+
+    #[test]
+    fn crafted_end_records_are_refused_before_the_zip_library_reads_the_listing() {
+        let zip = zip_of(&[("a", b"1"), ("b", b"2")]);
+        let eocd = zip[zip.len() - 22..].to_vec();
+        // Many end records, each claiming one entry more than there is: the library would
+        // re-read the whole listing for each.
+        let mut stacked = zip.clone();
+        for _ in 0..10 {
+            let mut record = eocd.clone();
+            record[8..10].copy_from_slice(&3u16.to_le_bytes());
+            record[10..12].copy_from_slice(&3u16.to_le_bytes());
+            stacked.extend_from_slice(&record);
+        }
+        assert!(matches!(
+            h1_of_zip(Cursor::new(stacked), &limits()),
+            Err(HashError::ListingTooLarge)
+        ));
+        // An end record claiming more entries than allowed: refused before anything is sized
+        // from it.
+        let mut claims = zip.clone();
+        let at = claims.len() - 22;
+        claims[at + 8..at + 10].copy_from_slice(&0xFFFEu16.to_le_bytes());
+        claims[at + 10..at + 12].copy_from_slice(&0xFFFEu16.to_le_bytes());
+        assert!(matches!(
+            h1_of_zip(Cursor::new(claims), &limits()),
+            Err(HashError::TooManyEntries { count: 0xFFFE, .. })
+        ));
+        // A zip64 end record claiming two million entries.
+        let mut zip64 = zip[..zip.len() - 22].to_vec();
+        let end64_at = zip64.len() as u64;
+        let mut end64 = b"PK\x06\x06".to_vec();
+        end64.extend_from_slice(&44u64.to_le_bytes());
+        end64.extend_from_slice(&[45, 0, 45, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        end64.extend_from_slice(&2_000_000u64.to_le_bytes());
+        end64.extend_from_slice(&2_000_000u64.to_le_bytes());
+        end64.extend_from_slice(&[0u8; 16]);
+        zip64.extend_from_slice(&end64);
+        zip64.extend_from_slice(b"PK\x06\x07");
+        zip64.extend_from_slice(&0u32.to_le_bytes());
+        zip64.extend_from_slice(&end64_at.to_le_bytes());
+        zip64.extend_from_slice(&1u32.to_le_bytes());
+        let mut record = eocd.clone();
+        record[8..10].copy_from_slice(&0xFFFFu16.to_le_bytes());
+        record[10..12].copy_from_slice(&0xFFFFu16.to_le_bytes());
+        zip64.extend_from_slice(&record);
+        assert!(matches!(
+            h1_of_zip(Cursor::new(zip64), &limits()),
+            Err(HashError::TooManyEntries { count: 2_000_000, .. })
+        ));
+        // Something without an end record is not a zip.
+        assert!(matches!(
+            h1_of_zip(Cursor::new(vec![0u8; 100_000]), &limits()),
+            Err(HashError::Zip(_))
+        ));
+    }
+
+    #[test]
+    fn a_listing_the_library_would_search_backwards_through_is_cut_off() {
+        // The last end record is broken (it claims an entry more than there is), and the
+        // data before it is full of end-record lookalikes: the library would try each.
+        let mut lookalikes = Vec::new();
+        for _ in 0..20_000 {
+            lookalikes.extend_from_slice(b"PK\x05\x06");
+            lookalikes.extend_from_slice(&[0u8; 18]);
+        }
+        let zip = zip_of(&[("filler", &lookalikes), ("b", b"2")]);
+        let mut broken = zip.clone();
+        let at = broken.len() - 22;
+        broken[at + 8..at + 10].copy_from_slice(&3u16.to_le_bytes());
+        broken[at + 10..at + 12].copy_from_slice(&3u16.to_le_bytes());
+        let verdict = h1_of_zip(Cursor::new(broken), &limits());
+        assert!(
+            matches!(verdict, Err(HashError::ListingTooLarge) | Err(HashError::Zip(_))),
+            "{verdict:?}"
         );
     }
 
