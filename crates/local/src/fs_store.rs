@@ -61,13 +61,19 @@ fn identity(stat: &Stat) -> (u64, u64, u64) {
     (stat.st_dev as u64, stat.st_ino as u64, stat.st_nlink as u64)
 }
 
+/// A file's revision: its size, modification and change times, and inode. The change time
+/// cannot be set by a user (restoring the modification time after rewriting a file in place
+/// moves it), and a replaced file has a new inode, so any change of content changes it.
 #[allow(clippy::unnecessary_cast)]
 fn meta_of(stat: &Stat) -> ObjectMeta {
     let size = (stat.st_size as i64).max(0) as u64;
-    let nanos = (stat.st_mtime as i64).max(0) as u128 * 1_000_000_000 + stat.st_mtime_nsec as u128;
+    let nanos = |secs: i64, nsec: u128| secs.max(0) as u128 * 1_000_000_000 + nsec;
+    let modified = nanos(stat.st_mtime as i64, stat.st_mtime_nsec as u128);
+    let changed = nanos(stat.st_ctime as i64, stat.st_ctime_nsec as u128);
+    let inode = stat.st_ino as u64;
     ObjectMeta {
         size,
-        revision: format!("{nanos:x}-{size:x}"),
+        revision: format!("{modified:x}-{size:x}-{changed:x}-{inode:x}"),
     }
 }
 
@@ -501,6 +507,26 @@ mod tests {
         );
         assert!(keys.contains(&"modules/a/out".to_owned()), "{keys:?}");
         assert!(!keys.iter().any(|k| k.contains("passwd")), "{keys:?}");
+    }
+
+    #[tokio::test]
+    async fn a_rewrite_in_place_with_its_time_restored_is_a_new_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        let path = dir.path().join("modules/a/b/c/1.0.0.zip");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"signed").unwrap();
+        let key = "modules/a/b/c/1.0.0.zip";
+        let before = s.head(key).await.unwrap().unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // Same size, same modification time: only the change time tells.
+        std::fs::write(&path, b"forged").unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_modified(modified).unwrap();
+        let after = s.head(key).await.unwrap().unwrap();
+        assert_eq!(before.size, after.size);
+        assert_ne!(before.revision, after.revision);
     }
 
     #[tokio::test]

@@ -86,9 +86,14 @@ impl Indexer {
         let h1 = match unpack {
             false => None,
             true => {
+                // SHA-256 again, beside the unpacking: the `h1:` must come from the bytes
+                // whose SHA-256 is recorded.
                 let limits = self.limits.clone();
-                match blocking(&opened, move |f| hash::h1_of_package(f, &limits)).await? {
-                    Ok(h1) => Some(h1),
+                match blocking(&opened, move |f| hash::hash_zip(f, &limits)).await? {
+                    Ok(hashes) if hashes.sha256 != sha256 => {
+                        return Ok(Some("the file changed while it was being read".into()))
+                    }
+                    Ok(hashes) => hashes.h1,
                     Err(reason) => {
                         self.metadata.delete(&id).await?;
                         return Ok(Some(format!("the package cannot be unpacked: {reason}")));
@@ -171,10 +176,14 @@ impl Indexer {
             }
         };
         let limits = self.limits.clone();
-        match blocking(&opened, move |f| hash::h1_of_package(f, &limits)).await? {
-            Ok(h1) => {
+        match blocking(&opened, move |f| hash::hash_zip(f, &limits)).await? {
+            // Unpacked from the very bytes that were vouched for: same SHA-256, and the
+            // file unchanged meanwhile (a rewrite in place changes its revision).
+            Ok(hashes) if hashes.sha256 != package.hashes.sha256 => Ok(None),
+            Ok(_) if self.artifacts.head(&package.key).await? != Some(opened.meta) => Ok(None),
+            Ok(hashes) => {
                 let mut package = package;
-                package.hashes.h1 = Some(h1);
+                package.hashes.h1 = hashes.h1;
                 self.metadata.put(Record::Package(package)).await?;
                 Ok(None)
             }
