@@ -148,7 +148,7 @@ async fn report(registry: &Registry, keys: &[String]) -> anyhow::Result<String> 
     let origin = Origin::https("localhost").expect("a valid origin");
     for (hostname, provider) in &mirrored {
         let index = registry
-            .mirror_index(&Access::All, hostname, provider)
+            .mirror_index(&Access::All, hostname, provider, &origin)
             .await;
         let Ok(index) = index else { continue };
         for version in index.versions.keys() {

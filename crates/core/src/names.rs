@@ -234,6 +234,8 @@ impl Hostname {
         if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
             return Err(err());
         }
+        // Terraform drops the default HTTPS port from hostnames: `host:443` is `host`.
+        let value = value.strip_suffix(":443").unwrap_or(value);
         Ok(Self(value.to_ascii_lowercase()))
     }
 

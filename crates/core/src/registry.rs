@@ -299,12 +299,13 @@ impl Registry {
         access: &Access,
         hostname: &Hostname,
         provider: &ProviderAddress,
+        origin: &Origin,
     ) -> Result<BTreeMap<Version, BTreeMap<Platform, PackageRecord>>, StoreError> {
         if !access.allows(&provider.namespace) {
             return Ok(BTreeMap::new());
         }
         let mut packages: BTreeMap<Version, BTreeMap<Platform, PackageRecord>> = BTreeMap::new();
-        if self.hostname.as_ref() == Some(hostname) {
+        if self.is_own(hostname, origin) {
             for release in self.served_releases(access, provider).await? {
                 packages
                     .entry(release.version)
@@ -334,14 +335,24 @@ impl Registry {
         Ok(packages)
     }
 
+    /// True when `hostname` is the registry's own: its configured hostname, or the host the
+    /// client reached it at (a stack without a custom domain knows no other name for itself).
+    fn is_own(&self, hostname: &Hostname, origin: &Origin) -> bool {
+        self.hostname.as_ref() == Some(hostname)
+            || Hostname::parse(origin.authority()).is_ok_and(|h| &h == hostname)
+    }
+
     /// The network mirror protocol's version list.
     pub async fn mirror_index(
         &self,
         access: &Access,
         hostname: &Hostname,
         provider: &ProviderAddress,
+        origin: &Origin,
     ) -> Result<MirrorIndex, RegistryError> {
-        let packages = self.mirror_packages(access, hostname, provider).await?;
+        let packages = self
+            .mirror_packages(access, hostname, provider, origin)
+            .await?;
         if packages.is_empty() {
             return Err(mirror_not_found(hostname, provider));
         }
@@ -362,7 +373,9 @@ impl Registry {
         version: &Version,
         origin: &Origin,
     ) -> Result<MirrorVersion, RegistryError> {
-        let mut packages = self.mirror_packages(access, hostname, provider).await?;
+        let mut packages = self
+            .mirror_packages(access, hostname, provider, origin)
+            .await?;
         if packages.is_empty() {
             return Err(mirror_not_found(hostname, provider));
         }

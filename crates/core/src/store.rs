@@ -103,6 +103,11 @@ impl Origin {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The `host[:port]` part, lowercased.
+    pub fn authority(&self) -> &str {
+        self.0.trim_start_matches("https://")
+    }
 }
 
 /// Where published files live: the S3 bucket or the data directory.

@@ -124,13 +124,13 @@ async fn uploads_under_the_registrys_own_hostname_are_never_installed() {
 
     // then the mirror offers the signed release only, exactly as signed,
     let host = Hostname::parse(HOSTNAME).unwrap();
+    let origin = Origin::https("127.0.0.1:8443").unwrap();
     let index = world
         .registry
-        .mirror_index(&Access::All, &host, &widget())
+        .mirror_index(&Access::All, &host, &widget(), &origin)
         .await
         .unwrap();
     assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["1.0.0"]);
-    let origin = Origin::https("127.0.0.1:8443").unwrap();
     let doc = world
         .registry
         .mirror_version(&Access::All, &host, &widget(), &v1(), &origin)
@@ -145,6 +145,28 @@ async fn uploads_under_the_registrys_own_hostname_are_never_installed() {
         let problem = problem_of(&world, key).await.unwrap();
         assert!(problem.contains("own hostname"), "{problem}");
     }
+}
+
+#[tokio::test]
+async fn without_a_configured_hostname_the_host_reached_is_the_registrys_own() {
+    // A stack without a custom domain knows itself only by the host clients reach.
+    let world = World::new();
+    let registry = tfreg_core::Registry::new(world.metadata.clone(), world.artifacts.clone());
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
+    let api = "abc123.execute-api.us-east-1.amazonaws.com";
+    let upload = format!("mirror/{api}/acme/widget/terraform-provider-widget_2.0.0_linux_amd64.zip");
+    world.put(&upload, fixture(LINUX)).await;
+    let host = Hostname::parse(api).unwrap();
+    let reached = Origin::https(api).unwrap();
+    let index = registry
+        .mirror_index(&Access::All, &host, &widget(), &reached)
+        .await
+        .unwrap();
+    assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["1.0.0"]);
+    // `host:443` is `host`, as Terraform has it.
+    assert_eq!(Hostname::parse(&format!("{api}:443")).unwrap(), host);
 }
 
 #[tokio::test]
@@ -211,7 +233,7 @@ async fn a_mirror_bomb_gets_a_verdict_before_anything_is_inflated() {
     let null = ProviderAddress::parse("hashicorp", "null").unwrap();
     assert!(world
         .registry
-        .mirror_index(&Access::All, &host, &null)
+        .mirror_index(&Access::All, &host, &null, &Origin::https("127.0.0.1:8443").unwrap())
         .await
         .is_err());
 }

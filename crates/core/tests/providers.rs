@@ -309,7 +309,7 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
 
     let index = world
         .registry
-        .mirror_index(&Access::All, &host("registry.terraform.io"), &null)
+        .mirror_index(&Access::All, &host("registry.terraform.io"), &null, &origin)
         .await
         .unwrap();
     assert_eq!(
@@ -362,7 +362,7 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     // Not under any other hostname.
     let err = world
         .registry
-        .mirror_index(&Access::All, &host("other.example.test"), &widget())
+        .mirror_index(&Access::All, &host("other.example.test"), &widget(), &origin)
         .await
         .unwrap_err();
     assert_eq!(

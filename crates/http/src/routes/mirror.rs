@@ -29,7 +29,7 @@ pub async fn mirror(
     if stem == "index" {
         let index = state
             .registry
-            .mirror_index(&access, &hostname, &provider)
+            .mirror_index(&access, &hostname, &provider, &origin)
             .await?;
         return Ok(Json(index).into_response());
     }
