@@ -359,6 +359,47 @@ fn hostile_requests_get_json_errors_and_never_a_5xx() {
 }
 
 #[test]
+fn a_refusal_never_lands_inside_a_response_being_sent() {
+    // Given a large archive and a pipelined pair: its download, then a malformed head,
+    let data = TempDir::new().unwrap();
+    let archive: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    publish(data.path(), "modules/acme/big/aws/1.0.0.tar.gz", &archive);
+    let server = Server::start(data.path(), &[]);
+    let reply = server
+        .client()
+        .get(format!(
+            "{}/v1/modules/acme/big/aws/1.0.0/download",
+            server.url
+        ))
+        .send()
+        .unwrap();
+    let url = reply.headers()["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let target = url.trim_start_matches(&server.url);
+    let host = &server.addr;
+    let pipelined = format!(
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\nGET /\x01bad HTTP/1.1\r\nHost: {host}\r\n\r\n"
+    );
+    // when both are sent at once,
+    let received = tfreg_e2e::raw_until_close(&server.addr, &server.cert, pipelined.as_bytes());
+    // then the download arrives whole, and the refusal only after it.
+    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&received[..head_end]).to_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {}", archive.len())),
+        "{head}"
+    );
+    let body_end = head_end + archive.len();
+    assert_eq!(&received[head_end..body_end], archive.as_slice());
+    let rest = String::from_utf8_lossy(&received[body_end..]);
+    assert!(rest.starts_with("HTTP/1.1 400 "), "{rest}");
+    assert!(rest.contains("{\"errors\":["), "{rest}");
+}
+
+#[test]
 fn slow_and_idle_connections_cannot_starve_valid_requests() {
     let data = TempDir::new().unwrap();
     let mut server = Server::start(
@@ -373,22 +414,23 @@ fn slow_and_idle_connections_cannot_starve_valid_requests() {
         ],
     );
     let addr: std::net::SocketAddr = server.addr.parse().unwrap();
-    // Given far more idle connections than the server takes (never a TLS handshake),
-    let idle: Vec<std::net::TcpStream> = (0..100)
-        .map(|_| std::net::TcpStream::connect(addr).unwrap())
-        .collect();
-    // and a client sending its request head a byte at a time (slowloris),
+    // Given a client sending a request head and then nothing more (slowloris),
     let slow = std::thread::spawn({
         let (addr, cert) = (server.addr.clone(), server.cert.clone());
         move || {
             let started = std::time::Instant::now();
-            // A partial head, then silence: the answer (or the close) comes when the server
-            // gives up on it; the client itself would wait 20s.
+            // The answer (or the close) comes when the server gives up on the head; the
+            // client itself would wait 20s.
             let request = b"GET /.well-known/terraform.json HTTP/1.1\r\nHost: x\r\nX-Slow: ";
             let _ = raw_request(&addr, &cert, request);
             started.elapsed()
         }
     });
+    std::thread::sleep(Duration::from_millis(500));
+    // and far more idle connections than the server takes (never a TLS handshake),
+    let idle: Vec<std::net::TcpStream> = (0..100)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
     // then a valid request is still answered,
     let client = server.client();
     let answered = wait_until(Duration::from_secs(60), || {
@@ -399,10 +441,10 @@ fn slow_and_idle_connections_cannot_starve_valid_requests() {
             .is_ok_and(|r| r.status() == 200)
     });
     assert!(answered, "a valid request was starved:\n{}", server.log());
-    // the slow head was cut off by the head-read timeout, not left open,
+    // the slow head was cut off by the head-read timeout (2s here), not left open,
     let slow_for = slow.join().unwrap();
     assert!(
-        slow_for < Duration::from_secs(19),
+        slow_for < Duration::from_secs(15),
         "a partial head was kept open for {slow_for:?}"
     );
     // and the idle connections are closed rather than held (each read ends).

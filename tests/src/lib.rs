@@ -848,14 +848,28 @@ impl RawResponse {
     }
 }
 
-/// Sends `request` byte for byte over TLS to a server trusting `cert` (no normalising of
-/// paths, no validation of headers, as a hostile client would), and reads the answer until
-/// the server closes or `Content-Length` bytes of body came. `None` if the server closed
-/// without answering.
-pub fn raw_request(addr: &str, cert: &Path, request: &[u8]) -> Option<RawResponse> {
+/// Sends `request` over TLS and returns every byte the server sends until it closes.
+pub fn raw_until_close(addr: &str, cert: &Path, request: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut tls = tls_stream(addr, cert);
+    let _ = tls.write_all(request).and_then(|_| tls.flush());
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    while let Ok(n) = tls.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        received.extend_from_slice(&chunk[..n]);
+    }
+    received
+}
+
+fn tls_stream(
+    addr: &str,
+    cert: &Path,
+) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName};
-    use std::io::Read;
     let mut roots = rustls::RootCertStore::empty();
     for der in CertificateDer::pem_file_iter(cert).unwrap() {
         roots.add(der.unwrap()).unwrap();
@@ -872,7 +886,16 @@ pub fn raw_request(addr: &str, cert: &Path, request: &[u8]) -> Option<RawRespons
     let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
     let tcp = std::net::TcpStream::connect(addr).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut tls = rustls::StreamOwned::new(connection, tcp);
+    rustls::StreamOwned::new(connection, tcp)
+}
+
+/// Sends `request` byte for byte over TLS to a server trusting `cert` (no normalising of
+/// paths, no validation of headers, as a hostile client would), and reads the answer until
+/// the server closes or `Content-Length` bytes of body came. `None` if the server closed
+/// without answering.
+pub fn raw_request(addr: &str, cert: &Path, request: &[u8]) -> Option<RawResponse> {
+    use std::io::Read;
+    let mut tls = tls_stream(addr, cert);
     // A server may answer before it has read everything (and close): read what it said.
     let _ = tls.write_all(request).and_then(|_| tls.flush());
     let mut received = Vec::new();

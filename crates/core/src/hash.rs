@@ -566,9 +566,7 @@ fn h1_within<R: Read + Seek>(
     meter.budget.store(u64::MAX, Relaxed);
     let mut summary = Sha256::new();
     for (name, (index, declared)) in entries {
-        let file = archive
-            .by_index(index)
-            .map_err(|e| stopped(zip_error(e)))?;
+        let file = archive.by_index(index).map_err(|e| stopped(zip_error(e)))?;
         // Never more than the entry declares (the listing's totals were checked above);
         // reading to the end also checks the entry's CRC-32.
         let mut hasher = Sha256::new();
@@ -748,7 +746,10 @@ mod tests {
         zip64.extend_from_slice(&record);
         assert!(matches!(
             h1_of_zip(Cursor::new(zip64), &limits()),
-            Err(HashError::TooManyEntries { count: 2_000_000, .. })
+            Err(HashError::TooManyEntries {
+                count: 2_000_000,
+                ..
+            })
         ));
         // Something without an end record is not a zip.
         assert!(matches!(
@@ -773,7 +774,10 @@ mod tests {
         broken[at + 10..at + 12].copy_from_slice(&3u16.to_le_bytes());
         let verdict = h1_of_zip(Cursor::new(broken), &limits());
         assert!(
-            matches!(verdict, Err(HashError::ListingTooLarge) | Err(HashError::Zip(_))),
+            matches!(
+                verdict,
+                Err(HashError::ListingTooLarge) | Err(HashError::Zip(_))
+            ),
             "{verdict:?}"
         );
     }

@@ -156,7 +156,8 @@ async fn without_a_configured_hostname_the_host_reached_is_the_registrys_own() {
         .publish_release(&format!("{SUMS}.sig"), "release.asc")
         .await;
     let api = "abc123.execute-api.us-east-1.amazonaws.com";
-    let upload = format!("mirror/{api}/acme/widget/terraform-provider-widget_2.0.0_linux_amd64.zip");
+    let upload =
+        format!("mirror/{api}/acme/widget/terraform-provider-widget_2.0.0_linux_amd64.zip");
     world.put(&upload, fixture(LINUX)).await;
     let host = Hostname::parse(api).unwrap();
     let reached = Origin::https(api).unwrap();
@@ -233,7 +234,12 @@ async fn a_mirror_bomb_gets_a_verdict_before_anything_is_inflated() {
     let null = ProviderAddress::parse("hashicorp", "null").unwrap();
     assert!(world
         .registry
-        .mirror_index(&Access::All, &host, &null, &Origin::https("127.0.0.1:8443").unwrap())
+        .mirror_index(
+            &Access::All,
+            &host,
+            &null,
+            &Origin::https("127.0.0.1:8443").unwrap()
+        )
         .await
         .is_err());
 }

@@ -362,7 +362,12 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
     // Not under any other hostname.
     let err = world
         .registry
-        .mirror_index(&Access::All, &host("other.example.test"), &widget(), &origin)
+        .mirror_index(
+            &Access::All,
+            &host("other.example.test"),
+            &widget(),
+            &origin,
+        )
         .await
         .unwrap_err();
     assert_eq!(

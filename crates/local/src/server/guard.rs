@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
+use futures_util::task::AtomicWaker;
 use http::StatusCode;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -30,7 +31,8 @@ pub struct HeadLimits {
 /// Most headers in one request.
 const MAX_HEADERS: usize = 64;
 
-/// When the connection last moved a byte, and since when a head has been arriving.
+/// When the connection last moved a byte, since when a head has been arriving, and how
+/// many requests are being answered.
 #[derive(Debug)]
 pub struct Activity {
     origin: Instant,
@@ -38,6 +40,10 @@ pub struct Activity {
     last_io: AtomicU64,
     /// Milliseconds since `origin`, plus one, at which the head being read began; 0: none.
     head_started: AtomicU64,
+    /// Requests whose response is not yet fully sent.
+    in_flight: AtomicU64,
+    /// Wakes a refusal waiting for the responses in flight to end.
+    responses_done: AtomicWaker,
 }
 
 impl Activity {
@@ -46,7 +52,21 @@ impl Activity {
             origin: Instant::now(),
             last_io: AtomicU64::new(0),
             head_started: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            responses_done: AtomicWaker::new(),
         }
+    }
+
+    /// A request is being answered until the returned ticket is dropped (with the body of
+    /// its response).
+    pub fn begin_request(self: &Arc<Self>) -> RequestTicket {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        RequestTicket(Arc::clone(self))
+    }
+
+    /// How many requests are being answered.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::SeqCst)
     }
 
     fn now_ms(&self) -> u64 {
@@ -80,6 +100,18 @@ impl Activity {
                 self.now_ms().saturating_sub(started - 1),
             )),
         }
+    }
+}
+
+/// Held while a request is answered (see [`Activity::begin_request`]).
+#[derive(Debug)]
+pub struct RequestTicket(Arc<Activity>);
+
+impl Drop for RequestTicket {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.touch();
+        self.0.responses_done.wake();
     }
 }
 
@@ -234,14 +266,23 @@ fn check(request: &httparse::Request<'_, '_>) -> Result<(), (StatusCode, String)
             .map_err(|_| bad("malformed header name".into()))?;
         http::HeaderValue::from_bytes(header.value)
             .map_err(|_| bad(format!("malformed value of header {}", header.name)))?;
-        let body = header.name.eq_ignore_ascii_case("transfer-encoding")
-            || (header.name.eq_ignore_ascii_case("content-length")
-                && header.value.iter().any(|b| *b != b'0' && *b != b' '));
-        if body {
-            return Err((
+        let no_body = || {
+            Err((
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "this registry takes no request bodies".into(),
-            ));
+            ))
+        };
+        if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            return no_body();
+        }
+        if header.name.eq_ignore_ascii_case("content-length") {
+            let value = header.value;
+            if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+                return Err(bad("malformed Content-Length".into()));
+            }
+            if value.iter().any(|b| *b != b'0') {
+                return no_body();
+            }
         }
     }
     Ok(())
@@ -274,6 +315,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guard<S> {
         let this = self.get_mut();
         loop {
             if this.refusal.is_some() {
+                // A response still being sent is never interleaved with the refusal: it
+                // waits for the responses in flight to end.
+                if this
+                    .refusal
+                    .as_ref()
+                    .is_some_and(|(_, written)| *written == 0)
+                {
+                    this.activity.responses_done.register(cx.waker());
+                    if this.activity.in_flight() > 0 {
+                        return Poll::Pending;
+                    }
+                    // The head-read timeout bounds the writing and draining that follow.
+                    this.activity.begin_head();
+                }
                 // The refusal goes out; what the client still sends is read and dropped
                 // (within bounds); then hyper sees the end of the stream and closes.
                 ready!(this.poll_refusal(cx))?;
@@ -316,8 +371,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guard<S> {
                             "refused a malformed request"
                         );
                         this.pending.clear();
-                        // The head-read timeout bounds the draining that follows.
-                        this.activity.begin_head();
+                        this.activity.end_head();
                         this.refusal = Some((error_response(status, &message), 0));
                         continue;
                     }
@@ -402,6 +456,8 @@ mod tests {
 
     #[tokio::test]
     async fn valid_heads_pass_untouched_and_pipelined_ones_too() {
+        let zero = b"GET /z HTTP/1.1\r\nContent-Length: 00\r\n\r\n";
+        assert_eq!(through(zero).await.0, zero);
         let two = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /b HTTP/1.1\r\nHost: x\r\n\r\n";
         let (passed, answer) = through(two).await;
         assert_eq!(passed, two);
@@ -428,6 +484,15 @@ mod tests {
             (
                 b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
                 413,
+            ),
+            (b"GET / HTTP/1.1\r\nContent-Length:\r\n\r\n".to_vec(), 400),
+            (
+                b"GET / HTTP/1.1\r\nContent-Length: 0 0\r\n\r\n".to_vec(),
+                400,
+            ),
+            (
+                b"GET / HTTP/1.1\r\nContent-Length: +0\r\n\r\n".to_vec(),
+                400,
             ),
             (
                 b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(),

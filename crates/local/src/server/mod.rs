@@ -4,8 +4,9 @@
 //!
 //! - at most [`ServerLimits::max_connections`] connections at once; past that, new ones
 //!   wait for a slot, and when three quarters are taken, connections that sit idle between
-//!   requests are closed after [`ServerLimits::idle_timeout_under_pressure`], so slow or
-//!   idle clients cannot starve valid requests;
+//!   requests (or take long over a handshake or a head) are closed after
+//!   [`ServerLimits::idle_timeout_under_pressure`], so slow or idle clients cannot starve
+//!   valid requests; a request being answered is never cut short for it;
 //! - a TLS handshake, and each request head, must complete within their timeouts (the
 //!   handshake's is shortened under pressure too);
 //! - a connection that moves no byte between requests for [`ServerLimits::idle_timeout`]
@@ -23,13 +24,44 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
 
-use guard::{Activity, Guard, HeadLimits};
+use guard::{Activity, Guard, HeadLimits, RequestTicket};
+
+/// A response body that holds its request's ticket until it is sent (or dropped): while
+/// any is held, the connection is answering, not idle.
+struct Ticketed {
+    body: axum::body::Body,
+    _ticket: RequestTicket,
+}
+
+impl http_body::Body for Ticketed {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
 
 /// The bounds of the server (see the module's documentation for what each one does).
 #[derive(Debug, Clone)]
@@ -51,7 +83,7 @@ impl Default for ServerLimits {
             tls_handshake_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
-            idle_timeout_under_pressure: Duration::from_secs(2),
+            idle_timeout_under_pressure: Duration::from_secs(1),
             max_request_line: 8 * 1024,
             max_head: 32 * 1024,
             shutdown_grace: Duration::from_secs(5),
@@ -177,21 +209,31 @@ async fn connection(
 ) {
     let limits = &shared.limits;
     let _ = tcp.set_nodelay(true);
-    // Under pressure, a client gets no longer to finish its handshake than an idle
-    // connection gets to stay open.
-    let handshake = match shared.under_pressure() {
-        true => limits.idle_timeout_under_pressure,
-        false => limits.tls_handshake_timeout,
-    };
-    let tls = match tokio::time::timeout(handshake, acceptor.accept(tcp)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "TLS handshake failed");
-            return;
-        }
-        Err(_) => {
-            tracing::debug!("TLS handshake timed out");
-            return;
+    // Under pressure (even pressure that builds up meanwhile), a client gets no longer to
+    // finish its handshake than an idle connection gets to stay open.
+    let started = tokio::time::Instant::now();
+    let accepting = acceptor.accept(tcp);
+    tokio::pin!(accepting);
+    let tls = loop {
+        let limit = match shared.under_pressure() {
+            true => limits.idle_timeout_under_pressure,
+            false => limits.tls_handshake_timeout,
+        };
+        let check = (started + limit).min(tokio::time::Instant::now() + Duration::from_millis(250));
+        tokio::select! {
+            accepted = &mut accepting => match accepted {
+                Ok(tls) => break tls,
+                Err(e) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+            },
+            _ = tokio::time::sleep_until(check) => {
+                if started.elapsed() >= limit {
+                    tracing::debug!("TLS handshake timed out");
+                    return;
+                }
+            }
         }
     };
     let activity = Arc::new(Activity::new());
@@ -200,7 +242,22 @@ async fn connection(
         max_head: limits.max_head,
     };
     let io = Guard::new(tls, head, Arc::clone(&activity));
-    let service = TowerToHyperService::new(app);
+    let answering = Arc::clone(&activity);
+    let service =
+        hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+            let ticket = answering.begin_request();
+            let app = app.clone();
+            async move {
+                let response = match app.oneshot(request.map(axum::body::Body::new)).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                };
+                Ok::<_, Infallible>(response.map(|body| Ticketed {
+                    body,
+                    _ticket: ticket,
+                }))
+            }
+        });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .keep_alive(true)
@@ -226,16 +283,23 @@ async fn connection(
                 if grace_ends.is_some_and(|end| tokio::time::Instant::now() >= end) {
                     return;
                 }
+                let pressure = shared.under_pressure();
                 if let Some(reading) = activity.head_for() {
-                    if reading > limits.header_read_timeout {
+                    let limit = match pressure {
+                        true => limits.idle_timeout_under_pressure,
+                        false => limits.header_read_timeout,
+                    };
+                    if reading > limit {
                         tracing::debug!("closing a connection: its request head took too long");
                         return;
                     }
                     continue;
                 }
-                let idle_limit = match shared.under_pressure() {
-                    true => limits.idle_timeout_under_pressure,
-                    false => limits.idle_timeout,
+                // Answering: closed only when no byte has moved for the idle timeout (a
+                // client that stopped reading its download, a handler that hangs).
+                let idle_limit = match (activity.in_flight() > 0, pressure) {
+                    (true, _) | (false, false) => limits.idle_timeout,
+                    (false, true) => limits.idle_timeout_under_pressure,
                 };
                 if activity.idle_for() > idle_limit {
                     tracing::debug!("closing an idle connection");
