@@ -69,7 +69,9 @@ async fn provision(moto: &Moto) -> Aws {
             BUCKET,
             Duration::from_secs(300),
         )),
-        metadata: Arc::new(DynamoMetadataStore::new(dynamodb.clone(), TABLE)),
+        metadata: Arc::new(
+            DynamoMetadataStore::new(dynamodb.clone(), TABLE).with_consistent_reads(),
+        ),
         tokens: DynamoTokenStore::new(dynamodb.clone(), TABLE),
         dynamodb,
         s3,

@@ -55,6 +55,9 @@ fn doc_of(item: &Item, table: &str) -> Result<String, StoreError> {
 struct Table {
     client: Client,
     name: String,
+    /// Strongly consistent queries: what the indexer needs to see other invocations'
+    /// writes (its write-then-look-again checks rely on it); the request path does without.
+    consistent: bool,
 }
 
 impl Table {
@@ -116,6 +119,7 @@ impl Table {
                 .key_condition_expression("#pk = :pk")
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()))
+                .consistent_read(self.consistent)
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
@@ -201,8 +205,16 @@ impl DynamoMetadataStore {
             table: Table {
                 client,
                 name: table.into(),
+                consistent: false,
             },
         }
+    }
+
+    /// Queries read every write acknowledged before them (twice the read cost): for the
+    /// indexer, whose concurrent invocations must see each other's records.
+    pub fn with_consistent_reads(mut self) -> Self {
+        self.table.consistent = true;
+        self
     }
 
     fn decode(&self, item: &Item) -> Result<Record, StoreError> {
@@ -268,6 +280,8 @@ impl DynamoTokenStore {
             table: Table {
                 client,
                 name: table.into(),
+                // A token is read by GetItem, which is consistent already.
+                consistent: false,
             },
         }
     }

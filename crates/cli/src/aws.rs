@@ -24,6 +24,7 @@ impl Aws {
         bucket: &str,
         url_ttl: Duration,
         redirect: Option<Arc<UrlSigner>>,
+        indexing: bool,
     ) -> Aws {
         let config = tfreg_aws::sdk_config().await;
         let dynamodb = tfreg_aws::dynamodb_client(&config);
@@ -33,7 +34,11 @@ impl Aws {
             artifacts = artifacts.with_redirects(signer);
         }
         Aws {
-            metadata: Arc::new(DynamoMetadataStore::new(dynamodb.clone(), table)),
+            metadata: Arc::new(if indexing {
+                DynamoMetadataStore::new(dynamodb.clone(), table).with_consistent_reads()
+            } else {
+                DynamoMetadataStore::new(dynamodb.clone(), table)
+            }),
             artifacts: Arc::new(artifacts),
             tokens: Arc::new(DynamoTokenStore::new(dynamodb, table)),
         }
@@ -68,7 +73,14 @@ pub struct ReindexArgs {
 /// the bucket both ways. Idempotent: run it after the first deploy onto an existing bucket,
 /// after lost events, or to rebuild a lost table.
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
-    let aws = Aws::connect(&args.table, &args.bucket, Duration::from_secs(300), None).await;
+    let aws = Aws::connect(
+        &args.table,
+        &args.bucket,
+        Duration::from_secs(300),
+        None,
+        true,
+    )
+    .await;
     let hostname = crate::optional_hostname(args.hostname.as_deref())?;
     let indexer = Indexer::new(aws.metadata, aws.artifacts).with_hostname(hostname);
     let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;

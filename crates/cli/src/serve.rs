@@ -132,7 +132,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (app, _watcher) = match (&args.table, &args.bucket) {
         (Some(table), Some(bucket)) => {
             let redirect = (args.downloads == "redirect").then(|| signer.clone());
-            let aws = crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect.clone()).await;
+            let aws =
+                crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect.clone(), false)
+                    .await;
             let registry =
                 Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public).then_some(aws.tokens);
@@ -175,7 +177,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 if let Err(e) = tokens.purge() {
                     tracing::warn!(error = %e, "could not purge long-expired tokens");
                 }
-                Some(Arc::new(tokens))
+                let tokens = Arc::new(tokens);
+                // Uses ("last used") are written together, at most about once a minute.
+                let flushing = Arc::clone(&tokens);
+                tokio::spawn(async move {
+                    let mut every = tokio::time::interval(Duration::from_secs(30));
+                    loop {
+                        every.tick().await;
+                        let tokens = Arc::clone(&flushing);
+                        let _ = tokio::task::spawn_blocking(move || tokens.flush_uses()).await;
+                    }
+                });
+                Some(tokens)
             };
             let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
             (app, Some(watcher))

@@ -38,7 +38,8 @@ pub struct StatusArgs {
 pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     if let (Some(table), Some(bucket)) = (&args.table, &args.bucket) {
         // The table already holds the indexer's verdicts: report them as they stand.
-        let aws = crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None).await;
+        let aws =
+            crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None, false).await;
         let keys = aws.artifacts.list().await?;
         let registry = Registry::new(aws.metadata, aws.artifacts);
         print!("{}", report(&registry, &keys).await?);

@@ -110,33 +110,50 @@ fn find_ascii(haystack: &str, needle: &str, from: usize) -> Option<usize> {
     (from..=h.len() - n.len()).find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
 }
 
-/// The secrets a line may carry, each as what precedes the value. The value runs to the
-/// first character that cannot be part of it.
-const MARKERS: [&str; 5] = [
-    "bearer ",
-    "signature=",
-    "x-amz-security-token=",
-    "x-amz-credential=",
-    "secret=",
+/// The names of secret values a line may carry: as a query parameter (`signature=...`), a
+/// JSON field (`"signature":"..."`, escaped or not) or a header (`Authorization: Bearer ...`).
+/// The value runs to the first character that cannot be part of it.
+const NAMES: [&str; 5] = [
+    "bearer",
+    "signature",
+    "x-amz-security-token",
+    "x-amz-credential",
+    "secret",
 ];
+
+/// Where the value after a secret's name starts, if the name is followed by a separator:
+/// spaces after `bearer`; for the others `=` or `:`, with any quotes, backslashes and spaces
+/// around it.
+fn value_start(text: &str, name: &str, after: usize) -> Option<usize> {
+    let rest = &text[after..];
+    let separator: usize = rest
+        .find(|c: char| !matches!(c, ' ' | '"' | '\\' | '\'' | '=' | ':'))
+        .unwrap_or(rest.len());
+    let between = &rest[..separator];
+    let ok = if name == "bearer" {
+        !between.is_empty() && between.chars().all(|c| c == ' ')
+    } else {
+        between.contains(['=', ':'])
+    };
+    ok.then_some(after + separator)
+}
 
 /// `text` with every secret replaced by [`REDACTED`]: bearer tokens (whatever their form),
 /// tfreg tokens anywhere, and the signatures and credentials of download URLs.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for marker in MARKERS {
+    for name in NAMES {
         let mut from = 0;
-        while let Some(at) = find_ascii(text, marker, from) {
-            let mut start = at + marker.len();
-            // `Bearer   token`: any run of spaces.
-            while text[start..].starts_with(' ') {
-                start += 1;
-            }
+        while let Some(at) = find_ascii(text, name, from) {
+            from = at + 1;
+            let Some(start) = value_start(text, name, at + name.len()) else {
+                continue;
+            };
             let end = secret_end(text, start);
             if end > start {
                 spans.push((start, end));
+                from = end;
             }
-            from = end.max(at + 1);
         }
     }
     // `tfreg_<16 hex id>_<secret>`: the id stays (it names the token in `tfreg token list`).
@@ -206,6 +223,13 @@ mod tests {
             let redacted = redact(&line);
             assert!(!redacted.contains(secret), "{redacted}");
             assert!(redacted.contains(REDACTED), "{redacted}");
+        }
+        // JSON fields, as the raw API Gateway event has them at trace.
+        for line in [
+            r#"{"queryStringParameters":{"expires":"1","signature":"c2lnbmF0dXJl"}}"#,
+            r#"body="{\"signature\":\"c2lnbmF0dXJl\"}""#,
+        ] {
+            assert!(!redact(line).contains("c2lnbmF0dXJl"), "{}", redact(line));
         }
         let url = "?X-Amz-Security-Token=tok&X-Amz-Signature=abc123";
         assert!(!redact(url).contains("abc123"));

@@ -216,6 +216,16 @@ pub struct Stores {
 
 impl Stores {
     pub async fn connect(config: &Config) -> Stores {
+        Stores::connect_with(config, false).await
+    }
+
+    /// The stores of the indexer: its queries read consistently, so concurrent invocations
+    /// see each other's records.
+    pub async fn connect_for_indexing(config: &Config) -> Stores {
+        Stores::connect_with(config, true).await
+    }
+
+    async fn connect_with(config: &Config, consistent: bool) -> Stores {
         let sdk = tfreg_aws::sdk_config().await;
         let dynamodb = tfreg_aws::dynamodb_client(&sdk);
         let s3 = tfreg_aws::s3_client(&sdk);
@@ -223,11 +233,12 @@ impl Stores {
         if let Some(signer) = config.redirect_signer() {
             artifacts = artifacts.with_redirects(signer);
         }
+        let mut metadata = tfreg_aws::DynamoMetadataStore::new(dynamodb.clone(), &config.table);
+        if consistent {
+            metadata = metadata.with_consistent_reads();
+        }
         Stores {
-            metadata: Arc::new(tfreg_aws::DynamoMetadataStore::new(
-                dynamodb.clone(),
-                &config.table,
-            )),
+            metadata: Arc::new(metadata),
             artifacts: Arc::new(artifacts),
             tokens: Arc::new(tfreg_aws::DynamoTokenStore::new(dynamodb, &config.table)),
         }
@@ -265,7 +276,7 @@ pub async fn run_api(function: Function) -> Result<(), Error> {
 pub async fn run_indexer() -> Result<(), Error> {
     init_tracing();
     let config = Config::from_env(Function::Indexer)?;
-    let stores = Stores::connect(&config).await;
+    let stores = Stores::connect_for_indexing(&config).await;
     let indexer = Arc::new(
         Indexer::new(stores.metadata, stores.artifacts).with_hostname(config.hostname.clone()),
     );

@@ -31,8 +31,10 @@ struct TokenFile {
     tokens: Vec<TokenRecord>,
 }
 
-/// The file's identity, to notice changes by other processes.
-type Stamp = Option<(SystemTime, u64)>;
+/// The file's identity, to notice changes by other processes: modification time, size and
+/// inode (every rewrite replaces the file, so its inode changes even within one tick of a
+/// coarse clock).
+type Stamp = Option<(SystemTime, u64, u64)>;
 
 #[derive(Default)]
 struct Cache {
@@ -44,9 +46,10 @@ pub struct FileTokenStore {
     path: PathBuf,
     lock_path: PathBuf,
     cache: RwLock<Cache>,
-    /// Uses noted in memory when writing them failed, so the write is not tried again on
-    /// every request (and the server keeps working on a full or read-only disk).
-    unsaved_uses: Mutex<HashMap<String, u64>>,
+    /// Uses not yet written ("last used", by token id).
+    pending_uses: Mutex<HashMap<String, u64>>,
+    /// When uses were last written.
+    last_flush: Mutex<Option<std::time::Instant>>,
     /// The last write failure logged, so a failing disk is reported once, not per request.
     write_problem: Mutex<Option<String>>,
 }
@@ -66,17 +69,22 @@ impl FileTokenStore {
             path: state_dir.join("tokens.json"),
             lock_path: state_dir.join("tokens.lock"),
             cache: RwLock::default(),
-            unsaved_uses: Mutex::default(),
+            pending_uses: Mutex::default(),
+            last_flush: Mutex::default(),
             write_problem: Mutex::default(),
         }
     }
 
     fn stamp(&self) -> Result<Stamp, StoreError> {
         match fs::metadata(&self.path) {
-            Ok(m) => Ok(Some((
-                m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-                m.len(),
-            ))),
+            Ok(m) => {
+                use std::os::unix::fs::MetadataExt;
+                Ok(Some((
+                    m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    m.len(),
+                    m.ino(),
+                )))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(err("read", &self.path, e)),
         }
@@ -178,27 +186,55 @@ impl TokenStore for FileTokenStore {
         Ok(tokens)
     }
 
-    /// "Last used" is informational: when the disk refuses the write (full, read-only), the
-    /// use is kept in memory, the failure is logged once (and its end too), and tokens keep
-    /// working.
+    /// "Last used" is informational, so uses are gathered in memory and written together,
+    /// at most once a minute whatever the number of tokens in use (the server also flushes
+    /// them periodically). When the disk refuses the write (full, read-only), they stay in
+    /// memory, the failure is logged once (and its end too), and tokens keep working.
     async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError> {
         let now = unix(at);
-        let unsaved = self
-            .unsaved_uses
+        let pending = self
+            .pending_uses
             .lock()
             .ok()
             .and_then(|u| u.get(id).copied());
         let stale = self.current()?.get(id).is_some_and(|t| {
             t.last_used_at
-                .max(unsaved)
+                .max(pending)
                 .is_none_or(|u| now >= u + LAST_USED_GRANULARITY_SECS)
         });
         if !stale {
             return Ok(());
         }
+        if let Ok(mut pending) = self.pending_uses.lock() {
+            pending.insert(id.to_owned(), now);
+        }
+        let due = self
+            .last_flush
+            .lock()
+            .map(|last| last.is_none_or(|at| at.elapsed().as_secs() >= LAST_USED_GRANULARITY_SECS))
+            .unwrap_or(true);
+        if due {
+            self.flush_uses();
+        }
+        Ok(())
+    }
+}
+
+impl FileTokenStore {
+    /// Writes the gathered uses ("last used") in one rewrite of the file.
+    pub fn flush_uses(&self) {
+        let uses: HashMap<String, u64> = match self.pending_uses.lock() {
+            Ok(pending) if !pending.is_empty() => pending.clone(),
+            _ => return,
+        };
+        if let Ok(mut last) = self.last_flush.lock() {
+            *last = Some(std::time::Instant::now());
+        }
         let written = self.update(|tokens| {
-            if let Some(token) = tokens.get_mut(id) {
-                token.last_used_at = Some(now);
+            for (id, at) in &uses {
+                if let Some(token) = tokens.get_mut(id) {
+                    token.last_used_at = token.last_used_at.max(Some(*at));
+                }
             }
         });
         let mut problem = self.write_problem.lock().unwrap_or_else(|p| p.into_inner());
@@ -207,8 +243,8 @@ impl TokenStore for FileTokenStore {
                 if problem.take().is_some() {
                     tracing::info!("recording token use in {} works again", self.path.display());
                 }
-                if let Ok(mut unsaved) = self.unsaved_uses.lock() {
-                    unsaved.clear();
+                if let Ok(mut pending) = self.pending_uses.lock() {
+                    pending.retain(|id, at| uses.get(id) != Some(at));
                 }
             }
             Err(e) => {
@@ -220,16 +256,10 @@ impl TokenStore for FileTokenStore {
                     );
                     *problem = Some(message);
                 }
-                if let Ok(mut unsaved) = self.unsaved_uses.lock() {
-                    unsaved.insert(id.to_owned(), now);
-                }
             }
         }
-        Ok(())
     }
-}
 
-impl FileTokenStore {
     /// Drops tokens expired or revoked more than [`tfreg_core::tokens::PURGE_AFTER_SECS`]
     /// ago now, rather than
     /// at the next write (the server calls it at start).
@@ -392,8 +422,15 @@ mod tests {
             .await
             .unwrap()
             .is_ok());
+        store.flush_uses(); // as the server does periodically
         let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
         assert_eq!(log.matches("works again").count(), 1, "{log}");
+        let recorded = store.get(&tokens[0].record.id).await.unwrap().unwrap();
+        assert_eq!(
+            recorded.last_used_at,
+            Some(unix(later)),
+            "uses kept are written"
+        );
     }
 
     #[tokio::test]
