@@ -1,6 +1,8 @@
-//! tfreg's HTTP API: one axum [`Router`] for discovery, the module and provider registry
-//! protocols, the provider network mirror and self-authorising downloads. The local server serves it over TLS; each Lambda function
-//! serves it through `lambda_http`. No storage or transport decisions are made here.
+//! tfreg's HTTP API, one route family per module of [`routes`]: discovery, the module and
+//! provider registry protocols, the provider network mirror, and self-authorising
+//! downloads. Each family owns its routes and needs only its own state, so a Lambda function
+//! serves exactly one family ([`family`]), and the local server serves their union
+//! ([`router`]). No storage or transport decisions are made here.
 
 pub mod error;
 pub mod extract;
@@ -11,21 +13,50 @@ pub mod routes;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use axum::routing::get;
 use axum::Router;
 use tfreg_core::protocol::Discovery;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::Registry;
+use tfreg_core::{ArtifactStore, Registry};
 
 pub use error::ApiError;
 
-/// What every handler can reach.
+/// The route families, as the Lambda functions of template.yaml serve them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// `/.well-known/terraform.json`
+    Discovery,
+    /// `/v1/modules/...`
+    Modules,
+    /// `/v1/providers/...`
+    Providers,
+    /// `/v1/mirror/...`
+    Mirror,
+    /// `/v1/artifacts/...`: the registry's own signed download URLs
+    Downloads,
+}
+
+/// What the families that read the registry (modules, providers, mirror) need.
+#[derive(Clone)]
+pub struct ApiState {
+    pub registry: Registry,
+    /// Where tokens are checked; `None` for a public registry, which answers everyone.
+    pub tokens: Option<Arc<dyn TokenStore>>,
+}
+
+/// What the downloads family needs: the files, and the secret its URLs are signed with.
+#[derive(Clone)]
+pub struct DownloadsState {
+    pub artifacts: Arc<dyn ArtifactStore>,
+    pub signer: Arc<UrlSigner>,
+}
+
+/// Everything, for a server that answers every family (the local shape).
 #[derive(Clone)]
 pub struct AppState {
     pub registry: Registry,
-    /// Set when the artifact store's download URLs point back at this server (the local
-    /// shape); `None` when downloads go elsewhere (S3 presigned URLs).
+    /// Set when download URLs point back at this server (the local shape, or redirect
+    /// mode); `None` when downloads go elsewhere (S3 presigned URLs).
     pub signer: Option<Arc<UrlSigner>>,
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
@@ -46,47 +77,44 @@ impl AppState {
             discovery: Discovery::default(),
         }
     }
+
+    fn api(&self) -> ApiState {
+        ApiState {
+            registry: self.registry.clone(),
+            tokens: self.tokens.clone(),
+        }
+    }
+
+    fn downloads(&self) -> Option<DownloadsState> {
+        self.signer.clone().map(|signer| DownloadsState {
+            artifacts: Arc::clone(self.registry.artifacts()),
+            signer,
+        })
+    }
 }
 
-/// The whole API.
+/// The whole API: every family's routes.
 pub fn router(state: AppState) -> Router {
-    // Everything that reads the registry's content goes through `authorize`.
-    let protected = Router::new()
-        .route(
-            "/v1/modules/{namespace}/{name}/{system}/versions",
-            get(routes::modules::versions),
-        )
-        .route(
-            "/v1/modules/{namespace}/{name}/{system}/{version}/download",
-            get(routes::modules::download),
-        )
-        .route(
-            "/v1/providers/{namespace}/{type}/versions",
-            get(routes::providers::versions),
-        )
-        .route(
-            "/v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}",
-            get(routes::providers::download),
-        )
-        .route(
-            "/v1/mirror/{hostname}/{namespace}/{type}/{file}",
-            get(routes::mirror::mirror),
-        )
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            middleware::authorize,
-        ));
+    let api = state.api();
+    let routes = routes::discovery::routes(state.discovery.clone())
+        .merge(routes::modules::routes(api.clone()))
+        .merge(routes::providers::routes(api.clone()))
+        .merge(routes::mirror::routes(api))
+        .merge(routes::artifacts::routes(state.downloads()));
+    finish(routes)
+}
 
-    Router::new()
-        .route(
-            "/.well-known/terraform.json",
-            get(routes::discovery::discovery),
-        )
-        .route("/v1/artifacts/{*key}", get(routes::artifacts::download))
-        .merge(protected)
+/// One family's routes, as its Lambda function serves them: any other path gets the same
+/// JSON 404 the whole API gives.
+pub fn family(routes: Router) -> Router {
+    finish(routes)
+}
+
+/// What every answer shares: JSON 404 and 405, and the access log.
+fn finish(routes: Router) -> Router {
+    routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
         .layer(axum::middleware::from_fn(middleware::access_log))
 }
 

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use tfreg_core::tokens::{authenticate, Access};
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::ApiState;
 
 /// Logs one line per request: method, path, status, latency. Only the path: query strings
 /// carry download signatures, which must never reach a log.
@@ -32,7 +32,7 @@ pub async fn access_log(request: Request, next: Next) -> Response {
 /// through here. A public registry lets everyone read everything; otherwise a valid bearer
 /// token is required (401 with `WWW-Authenticate` when it is missing or not valid).
 pub async fn authorize(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     mut request: Request,
     next: Next,
 ) -> Response {

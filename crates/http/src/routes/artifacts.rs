@@ -16,7 +16,15 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::Query;
 
 use crate::extract::JsonPath;
-use crate::AppState;
+use crate::DownloadsState;
+
+/// The downloads family's route: `GET`/`HEAD /v1/artifacts/<key>`. Without a signer (S3
+/// presigned downloads), the path exists but serves nothing.
+pub fn routes(state: Option<DownloadsState>) -> axum::Router {
+    axum::Router::new()
+        .route("/v1/artifacts/{*key}", axum::routing::get(download))
+        .with_state(state)
+}
 
 #[derive(Deserialize)]
 pub struct SignedQuery {
@@ -29,7 +37,7 @@ const REFUSED: &str = "this download URL is invalid or has expired: ask the regi
 
 /// `GET` and `HEAD /v1/artifacts/<key>?expires=<unix seconds>&signature=<mac>`
 pub async fn download(
-    State(state): State<AppState>,
+    State(state): State<Option<DownloadsState>>,
     method: axum::http::Method,
     JsonPath(key): JsonPath<String>,
     query: Result<Query<SignedQuery>, QueryRejection>,
@@ -38,7 +46,7 @@ pub async fn download(
     let Ok(Query(query)) = query else {
         return Err(ApiError::Forbidden(REFUSED.into()));
     };
-    let Some(signer) = &state.signer else {
+    let Some(DownloadsState { artifacts, signer }) = &state else {
         return Err(ApiError::NotFound(
             "this registry does not serve downloads itself".into(),
         ));
@@ -64,11 +72,7 @@ pub async fn download(
     // Stores with URLs of their own (S3) get the client redirected to a URL presigned for
     // this very method, so HEAD works as well as GET.
     let head = method == axum::http::Method::HEAD;
-    if let Some(url) = state
-        .registry
-        .artifacts()
-        .direct_url(&key, revision, head)
-        .await?
+    if let Some(url) = artifacts.direct_url(&key, revision, head).await?
     {
         let location =
             axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
@@ -78,7 +82,7 @@ pub async fn download(
         )
             .into_response());
     }
-    let Some(body) = state.registry.artifacts().open(&key).await? else {
+    let Some(body) = artifacts.open(&key).await? else {
         return Err(ApiError::NotFound(
             "this file has been unpublished since the URL was issued".into(),
         ));

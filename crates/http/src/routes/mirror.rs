@@ -10,11 +10,25 @@ use tfreg_core::Hostname;
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
 use crate::routes::providers::{provider, version};
-use crate::AppState;
+use crate::ApiState;
+
+/// The network mirror protocol's routes, behind the token check.
+pub fn routes(state: ApiState) -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/v1/mirror/{hostname}/{namespace}/{type}/{file}",
+            axum::routing::get(mirror),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::middleware::authorize,
+        ))
+        .with_state(state)
+}
 
 /// `GET /v1/mirror/:hostname/:namespace/:type/index.json` and `.../:version.json`
 pub async fn mirror(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((hostname, namespace, type_, file)): JsonPath<(String, String, String, String)>,

@@ -10,7 +10,26 @@ use tfreg_core::{ModuleAddress, Version};
 
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
-use crate::AppState;
+use crate::ApiState;
+
+/// The module registry protocol's routes, behind the token check.
+pub fn routes(state: ApiState) -> axum::Router {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            "/v1/modules/{namespace}/{name}/{system}/versions",
+            get(versions),
+        )
+        .route(
+            "/v1/modules/{namespace}/{name}/{system}/{version}/download",
+            get(download),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::middleware::authorize,
+        ))
+        .with_state(state)
+}
 
 const X_TERRAFORM_GET: HeaderName = HeaderName::from_static("x-terraform-get");
 
@@ -20,7 +39,7 @@ fn address(namespace: &str, name: &str, system: &str) -> Result<ModuleAddress, A
 
 /// `GET /v1/modules/:namespace/:name/:system/versions`
 pub async fn versions(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     JsonPath((namespace, name, system)): JsonPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
@@ -31,7 +50,7 @@ pub async fn versions(
 
 /// `GET /v1/modules/:namespace/:name/:system/:version/download`: 204 with `X-Terraform-Get`.
 pub async fn download(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, name, system, version)): JsonPath<(String, String, String, String)>,

@@ -9,7 +9,23 @@ use tfreg_core::{Platform, ProviderAddress, Version};
 
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
-use crate::AppState;
+use crate::ApiState;
+
+/// The provider registry protocol's routes, behind the token check.
+pub fn routes(state: ApiState) -> axum::Router {
+    use axum::routing::get;
+    axum::Router::new()
+        .route("/v1/providers/{namespace}/{type}/versions", get(versions))
+        .route(
+            "/v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}",
+            get(download),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::middleware::authorize,
+        ))
+        .with_state(state)
+}
 
 pub(crate) fn provider(namespace: &str, type_: &str) -> Result<ProviderAddress, ApiError> {
     ProviderAddress::parse(namespace, type_).map_err(|e| ApiError::BadRequest(e.to_string()))
@@ -21,7 +37,7 @@ pub(crate) fn version(version: &str) -> Result<Version, ApiError> {
 
 /// `GET /v1/providers/:namespace/:type/versions`
 pub async fn versions(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     JsonPath((namespace, type_)): JsonPath<(String, String)>,
 ) -> Result<Response, ApiError> {
@@ -32,7 +48,7 @@ pub async fn versions(
 
 /// `GET /v1/providers/:namespace/:type/:version/download/:os/:arch`
 pub async fn download(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, type_, version_text, os, arch)): JsonPath<(
