@@ -506,6 +506,25 @@ fn terraform_installs_through_presigned_urls_from_the_emulator() {
         "--tls-key",
         key_arg,
     ];
+    // Without --data, serving the AWS shape writes nothing into the working directory, and
+    // says where tokens live.
+    let cwd = TempDir::new().unwrap();
+    let bare = Server::start_in(cwd.path(), state.path(), &serve_args, &env);
+    let banner = bare.stdout();
+    assert!(
+        banner.contains(&format!("tfreg token create --table {TABLE}")),
+        "{banner}"
+    );
+    assert!(
+        banner.contains(&format!("bucket:         {BUCKET}")),
+        "{banner}"
+    );
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "files written"
+    );
+    drop(bare);
     let server = Server::start_with_env(state.path(), &serve_args, &env);
 
     // then Terraform installs both, downloading from the emulator.

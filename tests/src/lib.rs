@@ -106,11 +106,26 @@ impl Server {
 
     /// Starts `tfreg serve --data DATA --listen 127.0.0.1:0 EXTRA...` with more environment.
     pub fn start_with_env(data: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
+        let mut args = vec!["--data", data.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Server::launch(data, None, &args, env)
+    }
+
+    /// Starts `tfreg serve --listen 127.0.0.1:0 EXTRA...` in the working directory `cwd`,
+    /// without `--data` (`state` is where the test expects its certificate, if any).
+    pub fn start_in(cwd: &Path, state: &Path, extra: &[&str], env: &[(&str, String)]) -> Server {
+        Server::launch(state, Some(cwd), extra, env)
+    }
+
+    fn launch(data: &Path, cwd: Option<&Path>, extra: &[&str], env: &[(&str, String)]) -> Server {
         let log_dir = TempDir::new().unwrap();
         let log = log_dir.path().join("tfreg.log");
-        let mut child = Command::new(tfreg_bin())
-            .args(["serve", "--data"])
-            .arg(data)
+        let mut command = Command::new(tfreg_bin());
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command
+            .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))

@@ -5,7 +5,10 @@
 pub mod config;
 pub mod dynamo;
 pub mod s3;
+pub mod settings;
+pub mod wiring;
 
 pub use config::{config_loader, dynamodb_client, s3_client, sdk_config};
 pub use dynamo::{DynamoMetadataStore, DynamoTokenStore};
 pub use s3::S3ArtifactStore;
+pub use wiring::Aws;

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use tfreg_aws::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
+use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, Indexer, MetadataStore};
 
-/// The adapters over one table and bucket.
+/// The adapters over one table and bucket, wired as the Lambda functions wire them.
 pub struct Aws {
     pub metadata: Arc<dyn MetadataStore>,
     pub artifacts: Arc<dyn ArtifactStore>,
@@ -18,7 +18,8 @@ pub struct Aws {
 }
 
 impl Aws {
-    /// With `redirect`, download URLs point at this server, which redirects to S3.
+    /// With `redirect`, download URLs point at this server, which redirects to S3;
+    /// `indexing`: queries read consistently, as the indexer needs.
     pub async fn connect(
         table: &str,
         bucket: &str,
@@ -26,46 +27,41 @@ impl Aws {
         redirect: Option<Arc<UrlSigner>>,
         indexing: bool,
     ) -> Aws {
-        let config = tfreg_aws::sdk_config().await;
-        let dynamodb = tfreg_aws::dynamodb_client(&config);
-        let s3 = tfreg_aws::s3_client(&config);
-        let mut artifacts = S3ArtifactStore::new(s3, bucket, url_ttl);
-        if let Some(signer) = redirect {
-            artifacts = artifacts.with_redirects(signer);
-        }
+        let aws = tfreg_aws::Aws::from_env().await;
         Aws {
-            metadata: Arc::new(if indexing {
-                DynamoMetadataStore::new(dynamodb.clone(), table).with_consistent_reads()
-            } else {
-                DynamoMetadataStore::new(dynamodb.clone(), table)
-            }),
-            artifacts: Arc::new(artifacts),
-            tokens: Arc::new(DynamoTokenStore::new(dynamodb, table)),
+            metadata: Arc::new(aws.metadata(table, indexing)),
+            artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
+            tokens: Arc::new(aws.tokens(table)),
         }
     }
 
     /// The token store alone (no bucket needed).
     pub async fn tokens(table: &str) -> Arc<dyn TokenStore> {
-        let config = tfreg_aws::sdk_config().await;
-        Arc::new(DynamoTokenStore::new(
-            tfreg_aws::dynamodb_client(&config),
-            table,
-        ))
+        Arc::new(tfreg_aws::Aws::from_env().await.tokens(table))
+    }
+}
+
+/// The table and bucket, both required.
+pub fn table_and_bucket(
+    table: &TableSetting,
+    bucket: &BucketSetting,
+) -> anyhow::Result<(String, String)> {
+    match (&table.table, &bucket.bucket) {
+        (Some(table), Some(bucket)) => Ok((table.clone(), bucket.clone())),
+        (None, _) => anyhow::bail!("--table (or TFREG_TABLE) is required"),
+        (_, None) => anyhow::bail!("--bucket (or TFREG_BUCKET) is required"),
     }
 }
 
 #[derive(Args, Debug)]
 pub struct ReindexArgs {
-    /// The registry's DynamoDB table.
-    #[arg(long, env = "TFREG_TABLE")]
-    table: String,
-    /// The registry's S3 bucket.
-    #[arg(long, env = "TFREG_BUCKET")]
-    bucket: String,
-    /// The registry's hostname (the stack's DomainName): uploads under
-    /// `mirror/<hostname>/` are refused, as the indexer function refuses them.
-    #[arg(long, env = "TFREG_HOSTNAME")]
-    hostname: Option<String>,
+    #[command(flatten)]
+    table: TableSetting,
+    #[command(flatten)]
+    bucket: BucketSetting,
+    /// As the indexer function has it: uploads under `mirror/<hostname>/` are refused.
+    #[command(flatten)]
+    hostname: HostnameSetting,
 }
 
 /// `tfreg reindex`: every object in the bucket, and every object the table still has
@@ -73,23 +69,16 @@ pub struct ReindexArgs {
 /// the bucket both ways. Idempotent: run it after the first deploy onto an existing bucket,
 /// after lost events, or to rebuild a lost table.
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
-    let aws = Aws::connect(
-        &args.table,
-        &args.bucket,
-        Duration::from_secs(300),
-        None,
-        true,
-    )
-    .await;
-    let hostname = crate::optional_hostname(args.hostname.as_deref())?;
-    let indexer = Indexer::new(aws.metadata, aws.artifacts).with_hostname(hostname);
+    let (table, bucket) = table_and_bucket(&args.table, &args.bucket)?;
+    let aws = Aws::connect(&table, &bucket, Duration::from_secs(300), None, true).await;
+    let indexer = Indexer::new(aws.metadata, aws.artifacts).with_hostname(args.hostname.get());
     let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
     for change in &report.changes {
         println!("{change}");
     }
     println!(
         "reindexed s3://{}: {} changed, {} published, {} rejected (see `tfreg status` or the log), {} failed",
-        args.bucket,
+        bucket,
         report.changes.len(),
         report.published,
         report.rejected,

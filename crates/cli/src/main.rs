@@ -94,14 +94,6 @@ async fn reindex_with_progress(
     Ok(summary)
 }
 
-/// The registry's hostname from `--hostname`, if given.
-fn optional_hostname(text: Option<&str>) -> anyhow::Result<Option<tfreg_core::Hostname>> {
-    use anyhow::Context;
-    text.map(tfreg_core::Hostname::parse)
-        .transpose()
-        .context("--hostname")
-}
-
 /// `tfreg hash FILE...`: one line per file, `h1:...  zh:...  FILE`.
 fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -120,6 +112,7 @@ fn init_tracing(default: &str) {
     let style = tfreg_http::logging::LogStyle {
         ansi: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         time: true,
+        json: false,
     };
     tfreg_http::logging::init(default, style);
 }

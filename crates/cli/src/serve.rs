@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use tfreg_aws::settings::{BucketSetting, DownloadMode, PublicSetting, TableSetting};
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
@@ -19,9 +20,12 @@ use tokio::sync::watch;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// The data directory, laid out like the registry's S3 bucket.
-    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
-    data: PathBuf,
+    /// The data directory, laid out like the registry's S3 bucket (default
+    /// `./registry-data`). With --table it only keeps the server's state (certificate,
+    /// URL secret), and only when given: otherwise nothing is written to the working
+    /// directory.
+    #[arg(long, env = "TFREG_DATA")]
+    data: Option<PathBuf>,
 
     /// Address to listen on (`HOST:PORT`; port 0 picks a free one).
     #[arg(long, env = "TFREG_LISTEN", default_value = "127.0.0.1:8443")]
@@ -40,29 +44,27 @@ pub struct ServeArgs {
     #[arg(long, env = "TFREG_TLS_KEY", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
 
-    /// Answer every request without a token. Without this flag, every endpoint but
-    /// discovery requires a token from `tfreg token create`.
-    #[arg(long, env = "TFREG_PUBLIC")]
-    public: bool,
+    /// Without it, every endpoint but discovery requires a token from `tfreg token create`.
+    #[command(flatten)]
+    public: PublicSetting,
 
-    /// How long a download URL stays valid.
+    /// How long a download URL stays valid (10s to 7days; with --table, as in the Lambda
+    /// functions, 10s to 1h).
     #[arg(long, env = "TFREG_URL_TTL", default_value = "5m", value_parser = humantime::parse_duration)]
     url_ttl: Duration,
 
-    /// Serve from this DynamoDB table (with --bucket) instead of the data directory, which
-    /// then only holds the TLS certificate. Indexing is the indexer Lambda's job (or
-    /// `tfreg reindex`'s).
-    #[arg(long, env = "TFREG_TABLE", requires = "bucket")]
-    table: Option<String>,
+    /// With --bucket: serve the AWS shape from this DynamoDB table instead of a data
+    /// directory. Indexing is the indexer function's job (or `tfreg reindex`'s).
+    #[command(flatten)]
+    table: TableSetting,
+
+    #[command(flatten)]
+    bucket: BucketSetting,
 
     /// With --table: `presigned` hands Terraform URLs presigned for GET; `redirect` hands it
     /// this server's own signed URLs, which redirect GET and HEAD to URLs presigned for each.
-    #[arg(long, env = "TFREG_DOWNLOADS", default_value = "presigned", value_parser = ["presigned", "redirect"])]
-    downloads: String,
-
-    /// The S3 bucket of the AWS shape (with --table).
-    #[arg(long, env = "TFREG_BUCKET", requires = "table")]
-    bucket: Option<String>,
+    #[arg(long, env = "TFREG_DOWNLOADS", value_enum, default_value = "presigned")]
+    downloads: DownloadMode,
 
     /// How often the whole data directory is compared with the index, as a safety net for
     /// lost file notifications.
@@ -88,7 +90,18 @@ pub struct ServeArgs {
 const FIRST_INDEX_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    if args.url_ttl < Duration::from_secs(10) || args.url_ttl > Duration::from_secs(7 * 24 * 3600) {
+    let aws = match (&args.table.table, &args.bucket.bucket) {
+        (None, None) => None,
+        _ => Some(crate::aws::table_and_bucket(&args.table, &args.bucket)?),
+    };
+    if aws.is_some() {
+        let (min, max) = tfreg_aws::settings::URL_TTL_RANGE;
+        if args.url_ttl < min || args.url_ttl > max {
+            bail!("--url-ttl must be between 10s and 1h with --table (presigned URLs cannot outlive the credentials that sign them)");
+        }
+    } else if args.url_ttl < Duration::from_secs(10)
+        || args.url_ttl > Duration::from_secs(7 * 24 * 3600)
+    {
         bail!("--url-ttl must be between 10s and 7days");
     }
     if args.rescan_interval < Duration::from_secs(1) {
@@ -98,7 +111,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Signals are handled from the start: a stop during the first index is a stop too.
     let stop = stop_on_signal();
 
-    let data = prepare_data_dir(&args.data)?;
+    // The AWS shape writes nothing into the working directory: its state goes to the data
+    // directory only when one is given, else to a temporary one, gone when it stops.
+    let scratch;
+    let data = match (&aws, &args.data) {
+        (None, data) => prepare_data_dir(data.as_deref().unwrap_or(Path::new(DEFAULT_DATA)))?,
+        (Some(_), Some(data)) => prepare_state_only(data)?,
+        (Some(_), None) => {
+            scratch = tempfile::TempDir::new().context("cannot create a temporary directory")?;
+            scratch.path().to_path_buf()
+        }
+    };
     let state_dir = StateDir::open(&data)?;
     let signer = Arc::new(UrlSigner::new(state_dir.signing_secret()?, args.url_ttl));
     let (tls, generated) = match (&args.tls_cert, &args.tls_key) {
@@ -129,15 +152,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         format!("--hostname {hostname:?} is not a hostname Terraform can use in provider addresses")
     })?;
 
-    let (app, _watcher) = match (&args.table, &args.bucket) {
-        (Some(table), Some(bucket)) => {
-            let redirect = (args.downloads == "redirect").then(|| signer.clone());
+    let (app, _watcher) = match &aws {
+        Some((table, bucket)) => {
+            let redirect = (args.downloads == DownloadMode::Redirect).then(|| signer.clone());
             let aws =
                 crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect.clone(), false)
                     .await;
             let registry =
                 Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
-            let tokens: Option<Arc<dyn TokenStore>> = (!args.public).then_some(aws.tokens);
+            let tokens: Option<Arc<dyn TokenStore>> = (!args.public.public).then_some(aws.tokens);
             // With presigned downloads there is nothing for this server to sign.
             let app = tfreg_http::router(AppState::new(registry, redirect, tokens));
             (app, None)
@@ -170,7 +193,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
             }
             let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
-            let tokens: Option<Arc<dyn TokenStore>> = if args.public {
+            let tokens: Option<Arc<dyn TokenStore>> = if args.public.public {
                 None
             } else {
                 let tokens = FileTokenStore::new(state_dir.path());
@@ -202,7 +225,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         cert: &tls.0,
         self_signed: args.tls_cert.is_none(),
         generated,
-        public: args.public,
+        public: args.public.public,
+        aws: aws.as_ref(),
     });
 
     let mut stopped = stop.clone();
@@ -269,6 +293,17 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
 
 /// Creates the data directory and its publishing folders if needed; returns its canonical
 /// path, so the watcher's paths map back to keys.
+/// The data directory of the local shape.
+const DEFAULT_DATA: &str = "./registry-data";
+
+/// With --table and --data: the data directory only holds the server's state.
+fn prepare_state_only(data: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(data)
+        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+    data.canonicalize()
+        .with_context(|| format!("cannot open the data directory {}", data.display()))
+}
+
 fn prepare_data_dir(data: &Path) -> anyhow::Result<PathBuf> {
     for dir in ["modules", "providers", "keys", "mirror"] {
         let path = data.join(dir);
@@ -287,6 +322,8 @@ struct Banner<'a> {
     self_signed: bool,
     generated: bool,
     public: bool,
+    /// The AWS shape's table and bucket, when serving them.
+    aws: Option<&'a (String, String)>,
 }
 
 /// What a user needs to point Terraform at this server, on stdout. The first line is stable:
@@ -296,7 +333,12 @@ fn print_banner(b: &Banner<'_>) {
     let cert = b.cert.display();
     let mut out = String::new();
     out.push_str(&format!("tfreg serving {url}/\n\n"));
-    out.push_str(&format!("  data directory: {}\n", b.data.display()));
+    match b.aws {
+        Some((table, bucket)) => out.push_str(&format!(
+            "  table:          {table}\n  bucket:         {bucket} (indexed by the indexer function, or `tfreg reindex`)\n"
+        )),
+        None => out.push_str(&format!("  data directory: {}\n", b.data.display())),
+    }
     let cert_note = match (b.self_signed, b.generated) {
         (true, true) => " (self-signed for localhost and 127.0.0.1, generated now)",
         (true, false) => " (self-signed for localhost and 127.0.0.1)",
@@ -307,9 +349,12 @@ fn print_banner(b: &Banner<'_>) {
     if b.public {
         out.push_str("  access:         public: every request is answered, without a token\n");
     } else {
+        let create = match b.aws {
+            Some((table, _)) => format!("tfreg token create --table {table}"),
+            None => format!("tfreg token create --data {}", b.data.display()),
+        };
         out.push_str(&format!(
-            "  access:         a token is required; create one with\n                  tfreg token create --data {}\n",
-            b.data.display()
+            "  access:         a token is required; create one with\n                  {create}\n"
         ));
     }
     if b.self_signed {

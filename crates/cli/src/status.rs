@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
 use tfreg_core::layout::{classify, Artifact, Classified};
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
@@ -22,24 +23,24 @@ pub struct StatusArgs {
     /// The data directory, laid out like the registry's S3 bucket.
     #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
     data: PathBuf,
-    /// Report on the AWS shape instead: what the indexer recorded in this DynamoDB table
-    /// (with --bucket).
-    #[arg(long, env = "TFREG_TABLE", requires = "bucket")]
-    table: Option<String>,
-    /// The AWS shape's S3 bucket (with --table).
-    #[arg(long, env = "TFREG_BUCKET", requires = "table")]
-    bucket: Option<String>,
-    /// The registry's hostname, as `tfreg serve --hostname` has it: uploads under
-    /// `mirror/<hostname>/` are reported as refused, as the server refuses them.
-    #[arg(long, env = "TFREG_HOSTNAME")]
-    hostname: Option<String>,
+    /// With --table and --bucket: report on the AWS shape instead, as its indexer
+    /// recorded it.
+    #[command(flatten)]
+    table: TableSetting,
+    #[command(flatten)]
+    bucket: BucketSetting,
+    /// As `tfreg serve --hostname` has it: uploads under `mirror/<hostname>/` are reported
+    /// as refused, as the server refuses them.
+    #[command(flatten)]
+    hostname: HostnameSetting,
 }
 
 pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
-    if let (Some(table), Some(bucket)) = (&args.table, &args.bucket) {
+    if args.table.table.is_some() || args.bucket.bucket.is_some() {
+        let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
         // The table already holds the indexer's verdicts: report them as they stand.
         let aws =
-            crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None, false).await;
+            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await;
         let keys = aws.artifacts.list().await?;
         let registry = Registry::new(aws.metadata, aws.artifacts);
         print!("{}", report(&registry, &keys).await?);
@@ -56,8 +57,8 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
     ));
     let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
     let metadata = Arc::new(MemoryMetadataStore::new());
-    let hostname = crate::optional_hostname(args.hostname.as_deref())?;
-    let indexer = Indexer::new(metadata.clone(), artifacts.clone()).with_hostname(hostname);
+    let indexer =
+        Indexer::new(metadata.clone(), artifacts.clone()).with_hostname(args.hostname.get());
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 

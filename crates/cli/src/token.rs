@@ -21,9 +21,9 @@ struct Location {
     /// The data directory whose tokens to manage.
     #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
     data: PathBuf,
-    /// Manage the tokens of the AWS shape's DynamoDB table instead.
-    #[arg(long, env = "TFREG_TABLE")]
-    table: Option<String>,
+    /// With --table: manage the tokens of the AWS shape's DynamoDB table instead.
+    #[command(flatten)]
+    table: tfreg_aws::settings::TableSetting,
 }
 
 #[derive(Subcommand, Debug)]
@@ -57,7 +57,7 @@ enum TokenCommand {
 }
 
 async fn store(location: &Location) -> anyhow::Result<Arc<dyn TokenStore>> {
-    if let Some(table) = &location.table {
+    if let Some(table) = &location.table.table {
         return Ok(crate::aws::Aws::tokens(table).await);
     }
     let state = StateDir::open(&location.data)?;

@@ -36,6 +36,31 @@ pub enum Family {
     Downloads,
 }
 
+impl Family {
+    /// The family a request path belongs to, if any.
+    pub fn of_path(path: &str) -> Option<Family> {
+        let family = match path {
+            "/.well-known/terraform.json" => Family::Discovery,
+            p if p.starts_with("/v1/modules/") => Family::Modules,
+            p if p.starts_with("/v1/providers/") => Family::Providers,
+            p if p.starts_with("/v1/mirror/") => Family::Mirror,
+            p if p.starts_with("/v1/artifacts/") => Family::Downloads,
+            _ => return None,
+        };
+        Some(family)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Discovery => "discovery",
+            Family::Modules => "modules",
+            Family::Providers => "providers",
+            Family::Mirror => "mirror",
+            Family::Downloads => "downloads",
+        }
+    }
+}
+
 /// What the families that read the registry (modules, providers, mirror) need.
 #[derive(Clone)]
 pub struct ApiState {

@@ -21,6 +21,9 @@ pub struct LogStyle {
     pub ansi: bool,
     /// Timestamps (CloudWatch adds its own).
     pub time: bool,
+    /// One JSON object per line (for CloudWatch), with the current span's fields (the
+    /// Lambda request id); else human-readable lines.
+    pub json: bool,
 }
 
 /// Installs the process's logger: `RUST_LOG`, else `default`, to stderr, redacted.
@@ -30,10 +33,16 @@ pub fn init(default: &str, style: LogStyle) {
         .with_env_filter(filter)
         .with_writer(Redacting::new(io::stderr))
         .with_ansi(style.ansi);
-    if style.time {
-        builder.init();
-    } else {
-        builder.without_time().init();
+    match (style.json, style.time) {
+        (true, _) => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .without_time()
+            .init(),
+        (false, true) => builder.init(),
+        (false, false) => builder.without_time().init(),
     }
 }
 

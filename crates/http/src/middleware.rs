@@ -19,10 +19,11 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
     let status = response.status().as_u16();
     let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let route = crate::Family::of_path(&path).map_or("none", crate::Family::name);
     if status >= 500 {
-        tracing::error!(target: "tfreg::access", %method, path, status, latency_ms, "request");
+        tracing::error!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
     } else {
-        tracing::info!(target: "tfreg::access", %method, path, status, latency_ms, "request");
+        tracing::info!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
     }
     response
 }

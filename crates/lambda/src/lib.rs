@@ -1,211 +1,23 @@
-//! The one bootstrap every tfreg Lambda function runs: configuration from environment
-//! variables (checked at cold start, naming any bad setting), the shared router under
-//! `lambda_http`, or the indexer for S3 event notifications. The function packages only call
-//! [`run_api`] or [`run_indexer`].
+//! The bootstrap of every tfreg Lambda function: its configuration from the environment
+//! (checked at cold start; a bad setting is reported to the Lambda Runtime API's init-error
+//! endpoint, naming the variable), its route family under `lambda_http`, or the indexer for
+//! S3 event notifications. Each function package calls one `run_*` function and reaches
+//! only its own family's code: discovery connects to nothing, downloads only to S3.
+
+pub mod config;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use aws_lambda_events::event::s3::S3Event;
-use lambda_runtime::{service_fn, LambdaEvent};
-use tfreg_core::signing::UrlSigner;
+use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
+use tfreg_core::protocol::Discovery;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, Hostname, IndexOutcome, Indexer, MetadataStore, Registry};
-use tfreg_http::AppState;
+use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
+use tfreg_http::{ApiState, AppState, DownloadsState};
+
+pub use config::{Config, ConfigError, Function};
 
 pub type Error = lambda_runtime::Error;
-
-/// A setting that is missing or wrong, by its environment variable.
-#[derive(Debug, thiserror::Error)]
-#[error("configuration: {variable}: {problem}")]
-pub struct ConfigError {
-    pub variable: &'static str,
-    pub problem: String,
-}
-
-/// What the functions are configured with (see template.yaml).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `TFREG_TABLE`: the DynamoDB table.
-    pub table: String,
-    /// `TFREG_BUCKET`: the S3 bucket.
-    pub bucket: String,
-    /// `TFREG_PUBLIC` (`true`/`false`, default `false`): answer without tokens.
-    pub public: bool,
-    /// `TFREG_URL_TTL` (default `5m`): how long presigned download URLs stay valid.
-    pub url_ttl: Duration,
-    /// `TFREG_HOSTNAME` (optional): the registry's hostname, under which the mirror serves
-    /// its own providers.
-    pub hostname: Option<Hostname>,
-    /// `TFREG_DOWNLOADS=redirect` with `TFREG_URL_SECRET`: download URLs point at the
-    /// registry's `/v1/artifacts/` (signed with this secret), which redirects each GET or
-    /// HEAD to a URL presigned for that method. Default (`presigned`): presigned GET URLs.
-    pub redirect_secret: Option<Vec<u8>>,
-}
-
-/// The functions of the stack (template.yaml), by what they serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Function {
-    Discovery,
-    Modules,
-    Providers,
-    Mirror,
-    Downloads,
-    Indexer,
-}
-
-impl Function {
-    pub const ALL: [Function; 6] = [
-        Function::Discovery,
-        Function::Modules,
-        Function::Providers,
-        Function::Mirror,
-        Function::Downloads,
-        Function::Indexer,
-    ];
-
-    /// The function's package name under `crates/functions/` (and `build/lambda/`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Function::Discovery => "discovery",
-            Function::Modules => "modules",
-            Function::Providers => "providers",
-            Function::Mirror => "mirror",
-            Function::Downloads => "downloads",
-            Function::Indexer => "indexer",
-        }
-    }
-
-    /// True for the functions that hand out or follow download URLs, and so read
-    /// `TFREG_DOWNLOADS`, `TFREG_URL_SECRET` and `TFREG_URL_TTL`. The others never look at
-    /// them: a setting they do not use can never stop their cold start.
-    pub fn makes_download_urls(self) -> bool {
-        matches!(
-            self,
-            Function::Modules | Function::Providers | Function::Mirror | Function::Downloads
-        )
-    }
-}
-
-impl Config {
-    /// Reads the configuration of a function that makes download URLs through `get` (the
-    /// process environment in Lambda).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        Config::for_function(Function::Modules, get)
-    }
-
-    /// Reads what `function` needs of the configuration through `get`.
-    pub fn for_function(
-        function: Function,
-        get: impl Fn(&str) -> Option<String>,
-    ) -> Result<Config, ConfigError> {
-        let urls = function.makes_download_urls();
-        let get = |name: &str| {
-            let download_setting = matches!(
-                name,
-                "TFREG_DOWNLOADS" | "TFREG_URL_SECRET" | "TFREG_URL_TTL"
-            );
-            if download_setting && !urls {
-                return None;
-            }
-            get(name)
-        };
-        let required = |variable: &'static str| {
-            get(variable)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or(ConfigError {
-                    variable,
-                    problem: "is not set".into(),
-                })
-        };
-        let public = match get("TFREG_PUBLIC").as_deref().map(str::trim) {
-            None | Some("") | Some("false") => false,
-            Some("true") => true,
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: "TFREG_PUBLIC",
-                    problem: format!("{other:?} is neither true nor false"),
-                })
-            }
-        };
-        let url_ttl = match get("TFREG_URL_TTL") {
-            None => Duration::from_secs(300),
-            Some(text) => humantime::parse_duration(text.trim()).map_err(|e| ConfigError {
-                variable: "TFREG_URL_TTL",
-                problem: format!("{text:?} is not a duration like 5m: {e}"),
-            })?,
-        };
-        // A presigned URL dies with the temporary credentials of the function's role that
-        // signed it, whatever its own expiry says; Lambda's last for hours, not days.
-        if url_ttl < Duration::from_secs(10) || url_ttl > Duration::from_secs(3600) {
-            return Err(ConfigError {
-                variable: "TFREG_URL_TTL",
-                problem: "must be between 10s and 1h (presigned URLs cannot outlive the function's temporary credentials)".into(),
-            });
-        }
-        let hostname = match get("TFREG_HOSTNAME").filter(|h| !h.trim().is_empty()) {
-            None => None,
-            Some(text) => Some(Hostname::parse(text.trim()).map_err(|e| ConfigError {
-                variable: "TFREG_HOSTNAME",
-                problem: e.to_string(),
-            })?),
-        };
-        let redirect_secret = match get("TFREG_DOWNLOADS").as_deref().map(str::trim) {
-            None | Some("") | Some("presigned") => None,
-            Some("redirect") => {
-                let secret = required("TFREG_URL_SECRET")?;
-                if secret.len() < 32 {
-                    return Err(ConfigError {
-                        variable: "TFREG_URL_SECRET",
-                        problem: "must be at least 32 characters".into(),
-                    });
-                }
-                Some(secret.into_bytes())
-            }
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: "TFREG_DOWNLOADS",
-                    problem: format!("{other:?} is neither presigned nor redirect"),
-                })
-            }
-        };
-        Ok(Config {
-            table: required("TFREG_TABLE")?,
-            bucket: required("TFREG_BUCKET")?,
-            public,
-            url_ttl,
-            hostname,
-            redirect_secret,
-        })
-    }
-
-    pub fn from_env(function: Function) -> Result<Config, ConfigError> {
-        Config::for_function(function, |name| std::env::var(name).ok())
-    }
-}
-
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the secret.
-        f.debug_struct("Config")
-            .field("table", &self.table)
-            .field("bucket", &self.bucket)
-            .field("public", &self.public)
-            .field("url_ttl", &self.url_ttl)
-            .field("hostname", &self.hostname)
-            .field("redirect", &self.redirect_secret.is_some())
-            .finish()
-    }
-}
-
-impl Config {
-    /// The signer of registry download URLs in redirect mode.
-    pub fn redirect_signer(&self) -> Option<Arc<UrlSigner>> {
-        self.redirect_secret
-            .as_ref()
-            .map(|secret| Arc::new(UrlSigner::new(secret.clone(), self.url_ttl)))
-    }
-}
 
 /// The adapters a function needs.
 pub struct Stores {
@@ -215,6 +27,7 @@ pub struct Stores {
 }
 
 impl Stores {
+    /// The stores of an API function.
     pub async fn connect(config: &Config) -> Stores {
         Stores::connect_with(config, false).await
     }
@@ -225,57 +38,143 @@ impl Stores {
         Stores::connect_with(config, true).await
     }
 
-    async fn connect_with(config: &Config, consistent: bool) -> Stores {
-        let sdk = tfreg_aws::sdk_config().await;
-        let dynamodb = tfreg_aws::dynamodb_client(&sdk);
-        let s3 = tfreg_aws::s3_client(&sdk);
-        let mut artifacts = tfreg_aws::S3ArtifactStore::new(s3, &config.bucket, config.url_ttl);
-        if let Some(signer) = config.redirect_signer() {
-            artifacts = artifacts.with_redirects(signer);
-        }
-        let mut metadata = tfreg_aws::DynamoMetadataStore::new(dynamodb.clone(), &config.table);
-        if consistent {
-            metadata = metadata.with_consistent_reads();
-        }
+    async fn connect_with(config: &Config, indexing: bool) -> Stores {
+        let aws = tfreg_aws::Aws::from_env().await;
         Stores {
-            metadata: Arc::new(metadata),
-            artifacts: Arc::new(artifacts),
-            tokens: Arc::new(tfreg_aws::DynamoTokenStore::new(dynamodb, &config.table)),
+            metadata: Arc::new(aws.metadata(&config.table, indexing)),
+            artifacts: Arc::new(aws.artifacts(
+                &config.bucket,
+                config.url_ttl,
+                config.redirect_signer(),
+            )),
+            tokens: Arc::new(aws.tokens(&config.table)),
         }
     }
 }
 
-/// The API's state over some stores: presigned downloads, tokens unless public.
-pub fn app_state(config: &Config, stores: Stores) -> AppState {
+/// The registry-reading families' state over some stores: tokens unless public.
+pub fn api_state(config: &Config, stores: Stores) -> ApiState {
     let mut registry = Registry::new(stores.metadata, stores.artifacts);
     if let Some(hostname) = &config.hostname {
         registry = registry.with_hostname(hostname.clone());
     }
     let tokens = (!config.public).then_some(stores.tokens);
-    AppState::new(registry, config.redirect_signer(), tokens)
+    ApiState { registry, tokens }
+}
+
+/// Every family's state over some stores (for tests that serve the whole API).
+pub fn app_state(config: &Config, stores: Stores) -> AppState {
+    let api = api_state(config, stores);
+    AppState::new(api.registry, config.redirect_signer(), api.tokens)
 }
 
 fn init_tracing() {
-    // CloudWatch adds timestamps; colours would be noise there.
-    let style = tfreg_http::logging::LogStyle {
-        ansi: false,
-        time: false,
-    };
-    tfreg_http::logging::init("info", style);
+    tfreg_http::logging::init(
+        "info",
+        tfreg_http::logging::LogStyle {
+            ansi: false,
+            time: false,
+            json: true,
+        },
+    );
 }
 
-/// The entry point of every API function.
+/// Reads the function's configuration; a bad one is reported to the Runtime API's
+/// init-error endpoint (so the console shows the message) before the function stops.
+async fn configure(function: Function) -> Result<Config, Error> {
+    match Config::from_env(function) {
+        Ok(config) => Ok(config),
+        Err(e) => {
+            tracing::error!(variable = e.variable, problem = e.problem, "cannot start");
+            report_init_error(&e.to_string()).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Posts an init error to the Lambda Runtime API, as the console shows it.
+async fn report_init_error(message: &str) {
+    use lambda_runtime_api_client::{body::Body, build_request, Client};
+    let body = serde_json::json!({
+        "errorType": "tfreg.ConfigurationError",
+        "errorMessage": message,
+    });
+    let request = build_request()
+        .method("POST")
+        .uri("/2018-06-01/runtime/init/error")
+        .header(
+            "lambda-runtime-function-error-type",
+            "tfreg.ConfigurationError",
+        )
+        .body(Body::from(body.to_string()));
+    let sent = match (Client::builder().build(), request) {
+        (Ok(client), Ok(request)) => client.call(request).await.map(|_| ()),
+        (Err(e), _) => Err(e.into()),
+        (_, Err(e)) => Err(e.into()),
+    };
+    if let Err(e) = sent {
+        tracing::error!(error = %e, "could not report the init error to the Runtime API");
+    }
+}
+
+/// The discovery function: the document, and no AWS client at all.
+pub async fn run_discovery() -> Result<(), Error> {
+    init_tracing();
+    configure(Function::Discovery).await?;
+    let routes = tfreg_http::routes::discovery::routes(Discovery::default());
+    lambda_http::run(tfreg_http::family(routes)).await
+}
+
+/// The modules, providers and mirror functions: their family's routes over DynamoDB and S3.
 pub async fn run_api(function: Function) -> Result<(), Error> {
     init_tracing();
-    let config = Config::from_env(function)?;
-    let state = app_state(&config, Stores::connect(&config).await);
-    lambda_http::run(tfreg_http::router(state)).await
+    let config = configure(function).await?;
+    let state = api_state(&config, Stores::connect(&config).await);
+    let routes = match function {
+        Function::Providers => tfreg_http::routes::providers::routes(state),
+        Function::Mirror => tfreg_http::routes::mirror::routes(state),
+        _ => tfreg_http::routes::modules::routes(state),
+    };
+    lambda_http::run(tfreg_http::family(routes)).await
+}
+
+/// The downloads function (redirect mode): signed URLs redirected to presigned ones; S3
+/// only.
+pub async fn run_downloads() -> Result<(), Error> {
+    init_tracing();
+    let config = configure(Function::Downloads).await?;
+    let Some(signer) = config.redirect_signer() else {
+        return Err("the downloads function needs TFREG_URL_SECRET".into());
+    };
+    let aws = tfreg_aws::Aws::from_env().await;
+    let artifacts = aws.artifacts(&config.bucket, config.url_ttl, Some(signer.clone()));
+    let state = DownloadsState {
+        artifacts: Arc::new(artifacts),
+        signer,
+    };
+    let routes = tfreg_http::routes::artifacts::routes(Some(state));
+    lambda_http::run(tfreg_http::family(routes)).await
+}
+
+/// Why an S3 event could not be indexed, in words (Lambda shows it as the invocation's
+/// error, retries the event, and parks it in the dead-letter queue in the end).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct IndexFailure(String);
+
+impl From<IndexFailure> for Diagnostic {
+    fn from(failure: IndexFailure) -> Self {
+        Diagnostic {
+            error_type: "tfreg.IndexFailure".into(),
+            error_message: failure.0,
+        }
+    }
 }
 
 /// The entry point of the indexer function.
 pub async fn run_indexer() -> Result<(), Error> {
     init_tracing();
-    let config = Config::from_env(Function::Indexer)?;
+    let config = configure(Function::Indexer).await?;
     let stores = Stores::connect_for_indexing(&config).await;
     let indexer = Arc::new(
         Indexer::new(stores.metadata, stores.artifacts).with_hostname(config.hostname.clone()),
@@ -284,9 +183,18 @@ pub async fn run_indexer() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| {
         let indexer = Arc::clone(&indexer);
         let bucket = bucket.clone();
-        async move { handle_s3_event(&indexer, &bucket, event.payload).await }
+        async move {
+            handle_s3_event(&indexer, &bucket, event.payload)
+                .await
+                .map_err(|e| IndexFailure(error_chain(e.as_ref())))
+        }
     }))
     .await
+}
+
+/// An error and its sources, as one line.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    tfreg_core::store::ErrorChain(error).to_string()
 }
 
 /// An S3 object key as event notifications give it: URL-encoded, spaces as `+`.

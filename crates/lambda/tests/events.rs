@@ -106,7 +106,7 @@ fn configuration_errors_name_the_setting() {
             _ => None,
         })
     };
-    assert!(with(("TFREG_PUBLIC", "yes"))
+    assert!(with(("TFREG_PUBLIC", "maybe"))
         .unwrap_err()
         .to_string()
         .contains("TFREG_PUBLIC"));

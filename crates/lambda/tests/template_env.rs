@@ -47,24 +47,60 @@ fn function_of(environment: &BTreeMap<String, String>) -> Function {
 }
 
 #[test]
-fn every_function_starts_with_the_templates_environment_in_every_download_mode() {
+fn every_function_starts_with_the_templates_environment_in_every_parameter_combination() {
+    let cert = "arn:aws:acm:us-east-1:123456789012:certificate/0000";
     for mode in ["presigned", "redirect"] {
-        let parameter = format!("DownloadMode={mode}");
-        let functions = environments(&[&parameter]);
-        let expected = if mode == "redirect" { 6 } else { 5 };
-        assert_eq!(functions.len(), expected, "{functions:?}");
-        for (logical_id, environment) in &functions {
-            let function = function_of(environment);
-            let config = Config::for_function(function, |name| environment.get(name).cloned());
-            let config = config
-                .unwrap_or_else(|e| panic!("{logical_id} ({mode}) would fail its cold start: {e}"));
-            // The URL-making functions run in the mode the stack was deployed with.
-            if function.makes_download_urls() {
-                assert_eq!(
-                    config.redirect_secret.is_some(),
-                    mode == "redirect",
-                    "{logical_id} ({mode})"
-                );
+        for public in ["true", "false"] {
+            for domain in ["", "registry.example.com"] {
+                let parameters = [
+                    format!("DownloadMode={mode}"),
+                    format!("Public={public}"),
+                    format!("DomainName={domain}"),
+                    format!(
+                        "CertificateArn={}",
+                        if domain.is_empty() { "" } else { cert }
+                    ),
+                ];
+                let parameters: Vec<&str> = parameters.iter().map(String::as_str).collect();
+                let functions = environments(&parameters);
+                let case = format!("{parameters:?}");
+                let expected = if mode == "redirect" { 6 } else { 5 };
+                assert_eq!(functions.len(), expected, "{case}: {functions:?}");
+                for (logical_id, environment) in &functions {
+                    let function = function_of(environment);
+                    let config =
+                        Config::for_function(function, |name| environment.get(name).cloned())
+                            .unwrap_or_else(|e| {
+                                panic!("{logical_id} ({case}) would fail its cold start: {e}")
+                            });
+                    // Each function runs as the stack was deployed.
+                    if function.makes_download_urls() {
+                        assert_eq!(
+                            config.redirect_secret.is_some(),
+                            mode == "redirect",
+                            "{logical_id} ({case})"
+                        );
+                    }
+                    if matches!(
+                        function,
+                        Function::Modules | Function::Providers | Function::Mirror
+                    ) {
+                        assert_eq!(config.public, public == "true", "{logical_id} ({case})");
+                    }
+                    if matches!(function, Function::Modules | Function::Indexer) {
+                        let hostname = config.hostname.as_ref().map(|h| h.as_str().to_owned());
+                        let want = (!domain.is_empty()).then(|| domain.to_owned());
+                        assert_eq!(hostname, want, "{logical_id} ({case})");
+                    }
+                    // And it is given nothing it does not read.
+                    let reads = tfreg_lambda::config::environment_of(function);
+                    for variable in environment.keys().filter(|k| k.starts_with("TFREG_")) {
+                        assert!(
+                            reads.contains(variable),
+                            "{logical_id} ({case}) is given {variable}, which it never reads"
+                        );
+                    }
+                }
             }
         }
     }
@@ -87,4 +123,53 @@ fn functions_that_make_no_urls_ignore_download_settings() {
     }
     let err = Config::for_function(Function::Modules, get).unwrap_err();
     assert_eq!(err.variable, "TFREG_URL_SECRET");
+}
+
+#[test]
+fn configuration_errors_read_as_sentences_naming_the_variable() {
+    let base = |extra: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            [("TFREG_TABLE", "t"), ("TFREG_BUCKET", "b")]
+                .iter()
+                .chain(extra)
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    for (function, extra, expected) in [
+        (
+            Function::Modules,
+            &[("TFREG_URL_TTL", "2h")][..],
+            r#"configuration: TFREG_URL_TTL: "2h" must be between 10s and 1h"#,
+        ),
+        (
+            Function::Modules,
+            &[("TFREG_DOWNLOADS", "proxy")][..],
+            r#"configuration: TFREG_DOWNLOADS: "proxy" is not one of presigned, redirect"#,
+        ),
+        (
+            Function::Modules,
+            &[("TFREG_PUBLIC", "maybe")][..],
+            r#"configuration: TFREG_PUBLIC: "maybe" "#,
+        ),
+        (
+            Function::Indexer,
+            &[("TFREG_HOSTNAME", "bad host")][..],
+            r#"configuration: TFREG_HOSTNAME: "bad host" "#,
+        ),
+        (
+            Function::Downloads,
+            &[][..],
+            "configuration: TFREG_DOWNLOADS: the downloads function serves redirect mode only",
+        ),
+    ] {
+        let message = Config::for_function(function, base(extra))
+            .unwrap_err()
+            .to_string();
+        assert!(message.starts_with(expected), "{message}");
+        assert!(
+            !message.contains("Error {") && !message.contains("::"),
+            "{message}"
+        );
+    }
 }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), tfreg_lambda::Error> {
-    tfreg_lambda::run_api(tfreg_lambda::Function::Discovery).await
+    tfreg_lambda::run_discovery().await
 }

@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), tfreg_lambda::Error> {
-    tfreg_lambda::run_api(tfreg_lambda::Function::Downloads).await
+    tfreg_lambda::run_downloads().await
 }

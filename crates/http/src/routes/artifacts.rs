@@ -72,8 +72,7 @@ pub async fn download(
     // Stores with URLs of their own (S3) get the client redirected to a URL presigned for
     // this very method, so HEAD works as well as GET.
     let head = method == axum::http::Method::HEAD;
-    if let Some(url) = artifacts.direct_url(&key, revision, head).await?
-    {
+    if let Some(url) = artifacts.direct_url(&key, revision, head).await? {
         let location =
             axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
         return Ok((

@@ -1,0 +1,211 @@
+//! The AWS shape's settings, defined once: each is a command-line flag of `tfreg` and an
+//! environment variable of the Lambda functions (clap's `env`), with the same parsing and
+//! the same limits everywhere. A function or command flattens the groups it uses and no
+//! others, so a setting meant for one family can never stop another from starting.
+
+use std::time::Duration;
+
+use clap::builder::BoolishValueParser;
+use tfreg_core::Hostname;
+
+/// The shortest and longest download-URL lifetimes. A presigned URL dies with the temporary
+/// credentials that signed it, whatever its own expiry says; Lambda's last hours, not days.
+pub const URL_TTL_RANGE: (Duration, Duration) =
+    (Duration::from_secs(10), Duration::from_secs(3600));
+
+/// The shortest secret that may sign download URLs.
+pub const MIN_SECRET_LEN: usize = 32;
+
+/// The DynamoDB table (template.yaml's `Table`).
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableSetting {
+    /// The registry's DynamoDB table.
+    #[arg(long, env = "TFREG_TABLE", value_parser = non_empty)]
+    pub table: Option<String>,
+}
+
+/// The S3 bucket (template.yaml's `Bucket`).
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct BucketSetting {
+    /// The registry's S3 bucket.
+    #[arg(long, env = "TFREG_BUCKET", value_parser = non_empty)]
+    pub bucket: Option<String>,
+}
+
+/// How Terraform downloads files.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DownloadMode {
+    /// S3 URLs presigned for GET (HEAD on them answers 403, after which Terraform 1.11 GETs).
+    #[default]
+    Presigned,
+    /// The registry's own signed URLs, which redirect GET and HEAD each to a URL presigned
+    /// for that method.
+    Redirect,
+}
+
+/// How download URLs are made (the functions that make or follow them only).
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct DownloadSettings {
+    /// `presigned`: Terraform gets S3 URLs presigned for GET; `redirect`: the registry's own
+    /// signed URLs, redirected per method to presigned ones.
+    #[arg(
+        long = "downloads",
+        env = "TFREG_DOWNLOADS",
+        value_enum,
+        default_value = "presigned"
+    )]
+    pub mode: DownloadMode,
+    /// How long a download URL stays valid (10s to 1h).
+    #[arg(long, env = "TFREG_URL_TTL", default_value = "5m", value_parser = url_ttl)]
+    pub url_ttl: Duration,
+    /// The secret (32+ characters) that signs the registry's own download URLs (redirect).
+    #[arg(long, env = "TFREG_URL_SECRET", hide_env_values = true, value_parser = secret)]
+    pub url_secret: Option<Secret>,
+}
+
+impl Default for DownloadSettings {
+    fn default() -> Self {
+        Self {
+            mode: DownloadMode::Presigned,
+            url_ttl: Duration::from_secs(300),
+            url_secret: None,
+        }
+    }
+}
+
+/// Who may read the registry.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublicSetting {
+    /// Answer every request without a token (`true`/`false`).
+    #[arg(
+        long,
+        env = "TFREG_PUBLIC",
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true"
+    )]
+    pub public: bool,
+}
+
+/// The registry's hostname, when it has a name of its own.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostnameSetting {
+    /// The registry's hostname (a custom domain): the mirror serves the registry's own
+    /// providers under it, and the indexer refuses uploads under `mirror/<it>/`.
+    #[arg(long, env = "TFREG_HOSTNAME", value_parser = hostname)]
+    pub hostname: Option<MaybeHostname>,
+}
+
+impl HostnameSetting {
+    pub fn get(&self) -> Option<Hostname> {
+        self.hostname.clone().and_then(|h| h.0)
+    }
+}
+
+/// A hostname, or none (an empty value: the template passes "" without a custom domain).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaybeHostname(pub Option<Hostname>);
+
+/// A secret that is never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub Vec<u8>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+fn non_empty(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err("must not be empty".into());
+    }
+    Ok(value.to_owned())
+}
+
+/// Parses a lifetime within [`URL_TTL_RANGE`].
+pub fn url_ttl(value: &str) -> Result<Duration, String> {
+    let ttl = humantime::parse_duration(value.trim())
+        .map_err(|e| format!("is not a duration like 5m ({e})"))?;
+    let (min, max) = URL_TTL_RANGE;
+    if ttl < min || ttl > max {
+        return Err("must be between 10s and 1h (presigned URLs cannot outlive the credentials that sign them)".into());
+    }
+    Ok(ttl)
+}
+
+fn secret(value: &str) -> Result<Secret, String> {
+    if value.len() < MIN_SECRET_LEN {
+        return Err(format!("must be at least {MIN_SECRET_LEN} characters"));
+    }
+    Ok(Secret(value.as_bytes().to_vec()))
+}
+
+fn hostname(value: &str) -> Result<MaybeHostname, String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(MaybeHostname(None));
+    }
+    Hostname::parse(value)
+        .map(|h| MaybeHostname(Some(h)))
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct All {
+        #[command(flatten)]
+        table: TableSetting,
+        #[command(flatten)]
+        bucket: BucketSetting,
+        #[command(flatten)]
+        downloads: DownloadSettings,
+        #[command(flatten)]
+        public: PublicSetting,
+        #[command(flatten)]
+        hostname: HostnameSetting,
+    }
+
+    fn parse(args: &[&str]) -> Result<All, String> {
+        let mut all = vec!["x"];
+        all.extend_from_slice(args);
+        All::try_parse_from(all).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn settings_parse_with_the_same_limits_as_flags() {
+        let all = parse(&["--table", "t", "--downloads", "redirect", "--url-ttl", "1h"]).unwrap();
+        assert_eq!(all.table.table.as_deref(), Some("t"));
+        assert_eq!(all.downloads.mode, DownloadMode::Redirect);
+        assert!(!all.public.public);
+        assert!(parse(&["--public"]).unwrap().public.public);
+        assert!(!parse(&["--public=false"]).unwrap().public.public);
+        assert!(
+            parse(&["--public=flase"]).is_err(),
+            "a typo never opens the registry"
+        );
+        assert!(parse(&["--url-ttl", "2h"])
+            .unwrap_err()
+            .contains("between 10s and 1h"));
+        assert!(parse(&["--downloads", "direct"]).is_err());
+        assert!(parse(&["--url-secret", "short"]).is_err());
+        assert_eq!(parse(&["--hostname", ""]).unwrap().hostname.get(), None);
+        assert_eq!(
+            parse(&["--hostname", "Registry.Example.com"])
+                .unwrap()
+                .hostname
+                .get()
+                .unwrap()
+                .as_str(),
+            "registry.example.com"
+        );
+        assert!(format!("{:?}", Secret(b"x".to_vec())).contains(".."));
+    }
+}

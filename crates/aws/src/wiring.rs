@@ -1,0 +1,55 @@
+//! The one place the AWS shape is wired: SDK clients from the standard environment, and the
+//! stores over them. The Lambda functions and the `tfreg` command line both build their
+//! stores here, from the same settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use tfreg_core::signing::UrlSigner;
+
+use crate::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
+
+/// The SDK configuration of this process (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL`).
+#[derive(Clone, Debug)]
+pub struct Aws {
+    sdk: SdkConfig,
+}
+
+impl Aws {
+    pub async fn from_env() -> Aws {
+        Aws {
+            sdk: crate::sdk_config().await,
+        }
+    }
+
+    /// The metadata store on `table`; `indexing`: queries read consistently, as the
+    /// indexer needs (concurrent invocations must see each other's records).
+    pub fn metadata(&self, table: &str, indexing: bool) -> DynamoMetadataStore {
+        let store = DynamoMetadataStore::new(crate::dynamodb_client(&self.sdk), table);
+        match indexing {
+            true => store.with_consistent_reads(),
+            false => store,
+        }
+    }
+
+    /// The token store on `table`.
+    pub fn tokens(&self, table: &str) -> DynamoTokenStore {
+        DynamoTokenStore::new(crate::dynamodb_client(&self.sdk), table)
+    }
+
+    /// The artifact store on `bucket`: URLs presigned for `url_ttl`; with a `redirect`
+    /// signer, the registry's own signed URLs that redirect to presigned ones.
+    pub fn artifacts(
+        &self,
+        bucket: &str,
+        url_ttl: Duration,
+        redirect: Option<Arc<UrlSigner>>,
+    ) -> S3ArtifactStore {
+        let store = S3ArtifactStore::new(crate::s3_client(&self.sdk), bucket, url_ttl);
+        match redirect {
+            Some(signer) => store.with_redirects(signer),
+            None => store,
+        }
+    }
+}
