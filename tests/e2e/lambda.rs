@@ -64,4 +64,70 @@ fn a_function_logging_at_trace_never_writes_a_bearer_token() {
         "the token's secret was logged:\n{log}"
     );
     assert!(log.contains("[REDACTED]"), "{log}");
+    // Every line is one JSON object, as CloudWatch wants it; the request's line has its
+    // route and the invocation's request id.
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.iter().all(|l| l["level"].is_string()), "{log}");
+    let request = lines
+        .iter()
+        .find(|l| l["target"] == "tfreg::access")
+        .unwrap_or_else(|| panic!("no access line:\n{log}"));
+    assert_eq!(request["route"], "discovery", "{request}");
+    assert_eq!(request["span"]["requestId"], "request-0", "{request}");
+}
+
+/// Starts a function binary under `api` with `env`; returns the child.
+fn start(function: &str, api: &RuntimeApi, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(function_bin(function))
+        .env_clear()
+        .envs([
+            ("AWS_LAMBDA_RUNTIME_API", api.addr.as_str()),
+            ("AWS_LAMBDA_FUNCTION_NAME", function),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
+            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+            ("AWS_REGION", "us-east-1"),
+        ])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the function starts")
+}
+
+#[test]
+fn a_bad_setting_stops_the_cold_start_with_a_message_naming_it() {
+    // Given the modules function in redirect mode without its secret,
+    let api = RuntimeApi::start(vec![]);
+    let mut child = start(
+        "modules",
+        &api,
+        &[
+            ("TFREG_TABLE", "t"),
+            ("TFREG_BUCKET", "b"),
+            ("TFREG_DOWNLOADS", "redirect"),
+        ],
+    );
+    // then it reports a readable init error to the Runtime API, and stops.
+    let reported = wait_until(Duration::from_secs(30), || !api.answers().is_empty());
+    let exited = wait_until(Duration::from_secs(30), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    let _ = child.kill();
+    assert!(reported && exited, "{:?}", api.answers());
+    let (kind, body) = &api.answers()[0];
+    assert_eq!(kind, "init/error");
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json["errorType"], "tfreg.ConfigurationError");
+    assert!(
+        json["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("configuration: TFREG_URL_SECRET: is not set"),
+        "{json}"
+    );
 }
