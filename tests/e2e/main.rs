@@ -8,3 +8,4 @@ mod lambda;
 mod modules;
 mod providers;
 mod serve;
+mod stack;

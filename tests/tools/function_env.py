@@ -11,7 +11,8 @@ values (its `Condition` holds), keyed by logical ID, with sorted keys:
 
 - Globals.Function is merged under each function's own properties as SAM merges it (maps
   key by key, the function's value winning), so the variables are the ones the function
-  really gets. `__code_uri__` is the function's CodeUri: which binary runs with them.
+  really gets. `__code_uri__` is the function's CodeUri: which binary runs with them;
+  `__routes__` its HTTP API routes, as space-separated `METHOD:PATH` words.
 - Conditions and `Fn::If` are evaluated; `AWS::NoValue` drops the variable.
 - Everything the template cannot know offline is a fixed placeholder: pseudo parameters
   (account 123456789012, region us-east-1, partition aws, stack name tfreg), `Ref` to a
@@ -286,6 +287,17 @@ def code_uri(properties):
     return uri
 
 
+def routes(properties):
+    """The HTTP API routes a function serves, as `METHOD:PATH` words (sorted)."""
+    found = []
+    for event in (properties.get("Events") or {}).values():
+        if event.get("Type") != "HttpApi":
+            continue
+        props = event.get("Properties") or {}
+        found.append(f"{props.get('Method', 'ANY').upper()}:{props.get('Path', '')}")
+    return sorted(found)
+
+
 def function_environments(template):
     out = {}
     for logical_id in template.existing("AWS::Serverless::Function"):
@@ -293,6 +305,7 @@ def function_environments(template):
         variables = (properties.get("Environment") or {}).get("Variables") or {}
         env = {name: env_value(logical_id, name, value) for name, value in variables.items()}
         env["__code_uri__"] = code_uri(properties)
+        env["__routes__"] = " ".join(routes(properties))
         out[logical_id] = env
     return out
 

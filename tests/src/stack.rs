@@ -1,0 +1,554 @@
+//! The AWS stack as deployed, on one machine and without Docker: `sam local` for tfreg.
+//!
+//! - moto's server stands in for S3 and DynamoDB (over TLS, as presigned URLs need);
+//! - each function of `template.yaml` runs as its real binary, with the environment the
+//!   template gives it (resolved by `tests/tools/function_env.py`), under a stand-in for
+//!   the Lambda Runtime API;
+//! - a stand-in for API Gateway (HTTP API, payload format 2.0, TLS) routes each request to
+//!   the function the template routes it to, as an event, and turns its answer into the
+//!   HTTP response;
+//! - S3 event notifications are delivered to the indexer as AWS sends them (URL-encoded keys,
+//!   version ids, sequencers), by [`Stack::deliver`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_s3::primitives::ByteStream;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use base64::Engine;
+
+use crate::lambda::{function_bin, Answer, RuntimeApi};
+use crate::{test_certificate, venv_tool, workspace_root, Moto, TempDir};
+
+/// How the stack is deployed: its template parameters.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    /// `presigned` or `redirect`.
+    pub download_mode: String,
+    /// The stack's custom domain (`DomainName`), if any.
+    pub domain: Option<String>,
+    pub public: bool,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        Self {
+            download_mode: "presigned".into(),
+            domain: None,
+            public: false,
+        }
+    }
+}
+
+/// One function process.
+struct Function {
+    name: String,
+    /// `(method, path)` as the template has them (`ANY`, `/v1/modules/{proxy+}`).
+    routes: Vec<(String, String)>,
+    api: Arc<RuntimeApi>,
+    child: Child,
+    log: PathBuf,
+}
+
+/// A running stack; stopped when dropped.
+pub struct Stack {
+    /// `https://127.0.0.1:PORT`: the API's URL.
+    pub url: String,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+    /// The certificate the API and the emulator serve (trust it with `SSL_CERT_FILE`).
+    pub cert: PathBuf,
+    /// The environment that points the AWS SDK (and `tfreg --table`) at the emulator.
+    pub env: Vec<(&'static str, String)>,
+    pub bucket: String,
+    pub table: String,
+    s3: aws_sdk_s3::Client,
+    functions: Vec<Function>,
+    runtime: tokio::runtime::Runtime,
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+    _moto: Moto,
+    dir: TempDir,
+}
+
+/// Each function's environment from the template, by logical id.
+fn environments(options: &StackOptions) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut command = Command::new(venv_tool("python"));
+    command
+        .arg(workspace_root().join("tests/tools/function_env.py"))
+        .arg(workspace_root().join("template.yaml"))
+        .args([
+            "--param",
+            &format!("DownloadMode={}", options.download_mode),
+        ])
+        .args(["--param", &format!("Public={}", options.public)]);
+    if let Some(domain) = &options.domain {
+        command
+            .args(["--param", &format!("DomainName={domain}")])
+            .args([
+                "--param",
+                "CertificateArn=arn:aws:acm:us-east-1:123456789012:certificate/stack",
+            ]);
+    }
+    let output = command.output().expect("python runs");
+    assert!(
+        output.status.success(),
+        "function_env.py failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON of environments")
+}
+
+impl Stack {
+    /// Deploys the stack: emulator, table and bucket as the template makes them, every
+    /// function of the template, and the API in front of them.
+    pub fn start(options: &StackOptions) -> Stack {
+        let dir = TempDir::new().unwrap();
+        let (cert, key) = test_certificate(dir.path());
+        let moto = Moto::start_tls(&cert, &key);
+        let mut env = moto.env();
+        env.push(("SSL_CERT_FILE", cert.display().to_string()));
+        let environments = environments(options);
+        let bucket = environments
+            .values()
+            .find_map(|e| e.get("TFREG_BUCKET").cloned())
+            .expect("a function with the bucket");
+        let table = environments
+            .values()
+            .find_map(|e| e.get("TFREG_TABLE").cloned())
+            .expect("a function with the table");
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let s3 = runtime.block_on(provision(&moto, &cert, &bucket, &table));
+
+        let functions = environments
+            .iter()
+            .map(|(logical_id, environment)| {
+                start_function(logical_id, environment, &env, dir.path())
+            })
+            .collect::<Vec<_>>();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let routes: Vec<(String, String, Arc<RuntimeApi>)> = functions
+            .iter()
+            .flat_map(|f| {
+                f.routes
+                    .iter()
+                    .map(|(m, p)| (m.clone(), p.clone(), Arc::clone(&f.api)))
+            })
+            .collect();
+        let gateway = axum::Router::new()
+            .fallback(gateway)
+            .with_state(Arc::new(routes));
+        let tls = tfreg_local::server::load_tls(&cert, &key).unwrap();
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let mut stopped = stopped;
+            let shutdown = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            let limits = tfreg_local::server::ServerLimits::default();
+            let _ = tfreg_local::server::serve(listener, tls, gateway, limits, shutdown).await;
+        });
+        Stack {
+            url: format!("https://{addr}"),
+            addr,
+            cert,
+            env,
+            bucket,
+            table,
+            s3,
+            functions,
+            runtime,
+            stop: Some(stop),
+            _moto: moto,
+            dir,
+        }
+    }
+
+    /// Uploads an object (as `aws s3 cp` would); returns its version id. No event is sent:
+    /// [`Stack::deliver`] does that, as S3 would.
+    pub fn upload(&self, key: &str, content: &[u8]) -> String {
+        let put = self.s3.put_object().bucket(&self.bucket).key(key);
+        let put = put.body(ByteStream::from(content.to_vec()));
+        let out = self.runtime.block_on(put.send()).unwrap();
+        out.version_id().unwrap_or("null").to_owned()
+    }
+
+    /// Deletes an object (a delete marker, in the versioned bucket).
+    pub fn delete(&self, key: &str) {
+        let delete = self.s3.delete_object().bucket(&self.bucket).key(key);
+        self.runtime.block_on(delete.send()).unwrap();
+    }
+
+    /// Delivers S3 event notifications for `keys` to the indexer, as S3 does: one record
+    /// per event, keys URL-encoded, each delivered twice and the second time in reverse
+    /// order. Panics if the indexer fails one.
+    pub fn deliver(&self, keys: &[&str]) {
+        let indexer = self
+            .functions
+            .iter()
+            .find(|f| f.name == "indexer")
+            .expect("the indexer function");
+        let events: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| self.s3_event(key, i))
+            .collect();
+        for event in events.iter().chain(events.iter().rev()) {
+            let answer = indexer.api.invoke(event.clone(), Duration::from_secs(120));
+            match answer {
+                Some(Answer::Response(_)) => {}
+                other => panic!(
+                    "the indexer failed an event: {other:?}\n{event}\n{}",
+                    std::fs::read_to_string(&indexer.log).unwrap_or_default()
+                ),
+            }
+        }
+    }
+
+    /// An S3 event for the object's current state (created, or removed if it is gone).
+    fn s3_event(&self, key: &str, sequence: usize) -> String {
+        let head = self.s3.head_object().bucket(&self.bucket).key(key);
+        let head = self.runtime.block_on(head.send());
+        let (name, object) = match head {
+            Ok(out) => (
+                "ObjectCreated:Put",
+                serde_json::json!({
+                    "key": s3_event_key(key),
+                    "size": out.content_length().unwrap_or(0),
+                    "eTag": out.e_tag().unwrap_or("").trim_matches('"'),
+                    "versionId": out.version_id().unwrap_or("null"),
+                    "sequencer": format!("{:016X}", 0x0062_0000_0000_0000u64 + sequence as u64),
+                }),
+            ),
+            Err(_) => (
+                "ObjectRemoved:DeleteMarkerCreated",
+                serde_json::json!({
+                    "key": s3_event_key(key),
+                    "sequencer": format!("{:016X}", 0x0063_0000_0000_0000u64 + sequence as u64),
+                }),
+            ),
+        };
+        serde_json::json!({
+            "Records": [{
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": "us-east-1",
+                "eventTime": "2026-11-23T00:00:00.000Z",
+                "eventName": name,
+                "userIdentity": {"principalId": "AWS:PUBLISHER"},
+                "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+                "responseElements": {"x-amz-request-id": "STACK", "x-amz-id-2": "STACK"},
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": "tfreg",
+                    "bucket": {
+                        "name": self.bucket,
+                        "ownerIdentity": {"principalId": "OWNER"},
+                        "arn": format!("arn:aws:s3:::{}", self.bucket),
+                    },
+                    "object": object,
+                },
+            }]
+        })
+        .to_string()
+    }
+
+    /// What a function logged so far.
+    pub fn log(&self, function: &str) -> String {
+        self.functions
+            .iter()
+            .find(|f| f.name == function)
+            .map(|f| std::fs::read_to_string(&f.log).unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// Every function's log, for a failing test.
+    pub fn logs(&self) -> String {
+        self.functions
+            .iter()
+            .map(|f| format!("--- {} ---\n{}", f.name, self.log(&f.name)))
+            .collect()
+    }
+
+    /// The folder the stack keeps its certificate and logs in.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        for function in &mut self.functions {
+            let _ = function.child.kill();
+            let _ = function.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("{}", self.logs());
+        }
+    }
+}
+
+/// A key as S3 event notifications carry it: URL-encoded, spaces as `+`.
+pub fn s3_event_key(key: &str) -> String {
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~')
+        .remove(b'/')
+        .remove(b' ');
+    percent_encoding::utf8_percent_encode(key, KEEP)
+        .to_string()
+        .replace(' ', "+")
+}
+
+/// The bucket (versioned) and the table, as template.yaml makes them.
+async fn provision(moto: &Moto, cert: &Path, bucket: &str, table: &str) -> aws_sdk_s3::Client {
+    use aws_smithy_http_client::tls;
+    let trust = tls::TrustStore::empty().with_pem_certificate(std::fs::read(cert).unwrap());
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .tls_context(
+            tls::TlsContext::builder()
+                .with_trust_store(trust)
+                .build()
+                .unwrap(),
+        )
+        .build_https();
+    let config = tfreg_aws::config_loader()
+        .endpoint_url(&moto.endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "testing", "testing", None, None, "stack",
+        ))
+        .http_client(http)
+        .load()
+        .await;
+    let s3 = tfreg_aws::s3_client(&config);
+    s3.create_bucket().bucket(bucket).send().await.unwrap();
+    s3.put_bucket_versioning()
+        .bucket(bucket)
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(&config), table)
+        .await
+        .unwrap();
+    s3
+}
+
+/// Starts one function's binary under its own Runtime API, with the template's environment.
+fn start_function(
+    logical_id: &str,
+    environment: &BTreeMap<String, String>,
+    aws_env: &[(&'static str, String)],
+    dir: &Path,
+) -> Function {
+    let code = &environment["__code_uri__"];
+    let name = code
+        .trim_start_matches("build/lambda/")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let routes = environment
+        .get("__routes__")
+        .map(|r| {
+            r.split_whitespace()
+                .filter_map(|w| w.split_once(':'))
+                .map(|(m, p)| (m.to_owned(), p.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let api = Arc::new(RuntimeApi::start(vec![]));
+    let log = dir.join(format!("{name}.log"));
+    let child = Command::new(function_bin(&name))
+        .env_clear()
+        .envs(
+            environment
+                .iter()
+                .filter(|(k, _)| !k.starts_with("__"))
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .envs(aws_env.iter().map(|(k, v)| (*k, v.as_str())))
+        .envs([
+            ("AWS_LAMBDA_RUNTIME_API", api.addr.as_str()),
+            ("AWS_LAMBDA_FUNCTION_NAME", logical_id),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
+            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join(format!("{name}.out"))).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{name} starts: {e}"));
+    Function {
+        name,
+        routes,
+        api,
+        child,
+        log,
+    }
+}
+
+/// The route a path takes, as API Gateway matches it: an exact path, or a `{proxy+}` prefix.
+fn route_of<'a>(
+    routes: &'a [(String, String, Arc<RuntimeApi>)],
+    method: &str,
+    path: &str,
+) -> Option<(&'a str, Option<String>, Arc<RuntimeApi>)> {
+    routes.iter().find_map(|(m, p, api)| {
+        let method_ok = m == "ANY" || m.eq_ignore_ascii_case(method);
+        let proxy = match p.strip_suffix("{proxy+}") {
+            Some(prefix) => Some(path.strip_prefix(prefix)?.to_owned()).filter(|r| !r.is_empty()),
+            None if p == path => None,
+            None => return None,
+        };
+        if p.ends_with("{proxy+}") && proxy.is_none() {
+            return None;
+        }
+        method_ok.then(|| (p.as_str(), proxy, Arc::clone(api)))
+    })
+}
+
+/// API Gateway: the request as a payload-format-2.0 event to the routed function, and its
+/// answer as the response.
+async fn gateway(
+    State(routes): State<Arc<Vec<(String, String, Arc<RuntimeApi>)>>>,
+    request: Request,
+) -> Response {
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or("").to_owned();
+    let Some((route, proxy, api)) = route_of(&routes, &method, &path) else {
+        return json_response(404, r#"{"message":"Not Found"}"#);
+    };
+    let mut headers = serde_json::Map::new();
+    for (name, value) in request.headers() {
+        let value = value.to_str().unwrap_or("").to_owned();
+        let joined = match headers.get(name.as_str()) {
+            Some(serde_json::Value::String(old)) => format!("{old},{value}"),
+            _ => value,
+        };
+        headers.insert(name.as_str().to_owned(), joined.into());
+    }
+    let host = request
+        .headers()
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let mut query_parameters = serde_json::Map::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(&s.replace('+', " "))
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        query_parameters.insert(decode(k), decode(v).into());
+    }
+    let route_key = format!("ANY {route}");
+    let mut event = serde_json::json!({
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "stack",
+            "domainName": host,
+            "domainPrefix": host.split('.').next().unwrap_or(""),
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": request.headers().get("user-agent").and_then(|h| h.to_str().ok()).unwrap_or(""),
+            },
+            "requestId": format!("stack-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()),
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": "23/Nov/2026:00:00:00 +0000",
+            "timeEpoch": 1_795_392_000_000u64,
+        },
+        "isBase64Encoded": false,
+    });
+    if !query_parameters.is_empty() {
+        event["queryStringParameters"] = query_parameters.into();
+    }
+    if let Some(proxy) = proxy {
+        event["pathParameters"] = serde_json::json!({ "proxy": proxy });
+    }
+    let event = event.to_string();
+    // A function answers one invocation at a time; waiting for it blocks only this request.
+    let answer = tokio::task::spawn_blocking(move || api.invoke(event, Duration::from_secs(60)))
+        .await
+        .ok()
+        .flatten();
+    match answer {
+        Some(Answer::Response(body)) => http_response(&body),
+        // API Gateway answers a failed invocation with 500 and this body.
+        _ => json_response(500, r#"{"message":"Internal Server Error"}"#),
+    }
+}
+
+fn json_response(status: u16, body: &'static str) -> Response {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// A function's payload-2.0 answer as an HTTP response.
+fn http_response(answer: &str) -> Response {
+    let json: serde_json::Value = match serde_json::from_str(answer) {
+        Ok(json) => json,
+        Err(_) => return json_response(502, r#"{"message":"Internal Server Error"}"#),
+    };
+    let mut response =
+        Response::builder().status(json["statusCode"].as_u64().unwrap_or(200) as u16);
+    if let Some(headers) = json["headers"].as_object() {
+        for (name, value) in headers {
+            if let Some(value) = value.as_str() {
+                response = response.header(name, value);
+            }
+        }
+    }
+    if let Some(headers) = json["multiValueHeaders"].as_object() {
+        for (name, values) in headers {
+            for value in values.as_array().into_iter().flatten() {
+                if let Some(value) = value.as_str() {
+                    response = response.header(name, value);
+                }
+            }
+        }
+    }
+    let body = json["body"].as_str().unwrap_or("");
+    let body = match json["isBase64Encoded"].as_bool() {
+        Some(true) => base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap_or_default(),
+        _ => body.as_bytes().to_vec(),
+    };
+    response.body(Body::from(body)).unwrap()
+}
