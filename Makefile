@@ -4,6 +4,7 @@
 #   make token  create an access token for the local registry (printed as the last line)
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
+#   make stack  the AWS stack on this machine: functions, API Gateway and S3/DynamoDB stand-ins
 #   make bench  benchmarks (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
 #   make deploy sam deploy (guided the first time)
@@ -28,7 +29,7 @@ FUNCTIONS := discovery modules providers mirror downloads indexer
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: run token test lint bench lint-template fmt build build-cli deploy check-tools venv build-venv
+.PHONY: run token test lint bench stack lint-template fmt build build-cli deploy check-tools venv build-venv
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -50,6 +51,11 @@ $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 	touch $@
+
+## The deployed stack on this machine (ARGS=--redirect for redirect mode)
+stack: venv
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO_TARGET_DIR)/debug/tfreg-stack $(ARGS)
 
 ## Benchmarks: token checks per second with few and many tokens
 bench:

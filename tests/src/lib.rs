@@ -19,10 +19,11 @@ pub use tempfile::TempDir;
 /// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder).
 pub fn tfreg_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
+    // Tests run from target/<profile>/deps/, binaries (tfreg-stack) from target/<profile>/.
+    let mut dir = exe.parent().expect("target/<profile>/...");
+    if dir.ends_with("deps") {
+        dir = dir.parent().expect("target/<profile>");
+    }
     let bin = dir.join(format!("tfreg{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),

@@ -260,6 +260,17 @@ impl Stack {
         .to_string()
     }
 
+    /// Every object in the bucket, with its version id.
+    pub fn objects(&self) -> BTreeMap<String, String> {
+        let list = self.s3.list_object_versions().bucket(&self.bucket);
+        let out = self.runtime.block_on(list.send()).unwrap();
+        out.versions()
+            .iter()
+            .filter(|v| v.is_latest() == Some(true))
+            .filter_map(|v| Some((v.key()?.to_owned(), v.version_id()?.to_owned())))
+            .collect()
+    }
+
     /// What a function logged so far.
     pub fn log(&self, function: &str) -> String {
         self.functions
