@@ -45,6 +45,14 @@ impl Default for StackOptions {
     }
 }
 
+/// A route of the API, as the template has it (`ANY`, `/v1/modules/{proxy+}`), and the
+/// function behind it.
+struct Route {
+    method: String,
+    path: String,
+    function: Arc<RuntimeApi>,
+}
+
 /// One function process.
 struct Function {
     name: String,
@@ -134,12 +142,14 @@ impl Stack {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let routes: Vec<(String, String, Arc<RuntimeApi>)> = functions
+        let routes: Vec<Route> = functions
             .iter()
             .flat_map(|f| {
-                f.routes
-                    .iter()
-                    .map(|(m, p)| (m.clone(), p.clone(), Arc::clone(&f.api)))
+                f.routes.iter().map(|(method, path)| Route {
+                    method: method.clone(),
+                    path: path.clone(),
+                    function: Arc::clone(&f.api),
+                })
             })
             .collect();
         let gateway = axum::Router::new()
@@ -421,11 +431,12 @@ fn start_function(
 
 /// The route a path takes, as API Gateway matches it: an exact path, or a `{proxy+}` prefix.
 fn route_of<'a>(
-    routes: &'a [(String, String, Arc<RuntimeApi>)],
+    routes: &'a [Route],
     method: &str,
     path: &str,
-) -> Option<(&'a str, Option<String>, Arc<RuntimeApi>)> {
-    routes.iter().find_map(|(m, p, api)| {
+) -> Option<(&'a Route, Option<String>)> {
+    routes.iter().find_map(|route| {
+        let (m, p) = (&route.method, &route.path);
         let method_ok = m == "ANY" || m.eq_ignore_ascii_case(method);
         let proxy = match p.strip_suffix("{proxy+}") {
             Some(prefix) => Some(path.strip_prefix(prefix)?.to_owned()).filter(|r| !r.is_empty()),
@@ -435,20 +446,17 @@ fn route_of<'a>(
         if p.ends_with("{proxy+}") && proxy.is_none() {
             return None;
         }
-        method_ok.then(|| (p.as_str(), proxy, Arc::clone(api)))
+        method_ok.then_some((route, proxy))
     })
 }
 
 /// API Gateway: the request as a payload-format-2.0 event to the routed function, and its
 /// answer as the response.
-async fn gateway(
-    State(routes): State<Arc<Vec<(String, String, Arc<RuntimeApi>)>>>,
-    request: Request,
-) -> Response {
+async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Response {
     let method = request.method().as_str().to_owned();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or("").to_owned();
-    let Some((route, proxy, api)) = route_of(&routes, &method, &path) else {
+    let Some((route, proxy)) = route_of(&routes, &method, &path) else {
         return json_response(404, r#"{"message":"Not Found"}"#);
     };
     let mut headers = serde_json::Map::new();
@@ -476,7 +484,8 @@ async fn gateway(
         };
         query_parameters.insert(decode(k), decode(v).into());
     }
-    let route_key = format!("ANY {route}");
+    let route_key = format!("{} {}", route.method, route.path);
+    let api = Arc::clone(&route.function);
     let mut event = serde_json::json!({
         "version": "2.0",
         "routeKey": route_key,
