@@ -98,10 +98,11 @@ build: build-venv
 	  --lambda-dir $(LAMBDA_DIR) $(addprefix --bin ,$(FUNCTIONS))
 	@ls -l $(foreach f,$(FUNCTIONS),$(LAMBDA_DIR)/$(f)/bootstrap.zip)
 
-## Deploy with SAM (guided the first time; then from samconfig.toml)
+## Deploy with SAM: guided the first time (answers saved in samconfig.toml), then exactly as
+## samconfig.toml says (edit it to change parameters; nothing here overrides them)
 deploy: build
 	@if [ -f samconfig.toml ]; then \
-	  $(VENV)/bin/sam deploy --parameter-overrides Architecture=$(ARCH); \
+	  $(VENV)/bin/sam deploy; \
 	else \
 	  $(VENV)/bin/sam deploy --guided --capabilities CAPABILITY_IAM --resolve-s3 --parameter-overrides Architecture=$(ARCH); \
 	fi

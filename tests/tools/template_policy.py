@@ -442,6 +442,34 @@ def check_table_ttl(checked):
     return problems
 
 
+def check_table_retained(checked):
+    """The table holds the tokens: stack deletion or replacement must keep it."""
+    template = checked.template(DEFAULT)
+    problems = []
+    for table in template.existing("AWS::DynamoDB::Table"):
+        resource = template.resources[table]
+        for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+            if resource.get(policy) != "Retain":
+                problems.append(f"{table} has {policy} {resource.get(policy)!r}, not Retain")
+    return problems or ([] if template.existing("AWS::DynamoDB::Table") else ["no table"])
+
+
+def check_alarm_notifies(checked):
+    """With AlarmEmail (or AlarmTopicArn), the dead-letter alarm tells someone."""
+    problems = []
+    for params, what in (({"AlarmEmail": "ops@example.com"}, "AlarmEmail"),
+                         ({"AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:ops"}, "AlarmTopicArn")):
+        template = checked.template(params)
+        alarms = template.existing("AWS::CloudWatch::Alarm")
+        if not alarms:
+            problems.append("no alarm")
+        for alarm in alarms:
+            actions = template.properties(alarm).get("AlarmActions") or []
+            if not actions:
+                problems.append(f"{alarm} has no AlarmActions with {what} set")
+    return problems
+
+
 def declared_number(template, name):
     spec = (template.document.get("Parameters") or {}).get(name)
     if spec is None:
@@ -560,6 +588,8 @@ CHECKS = [
     ("api-throttling", "throttling parameters applied to every route", check_api_throttling),
     ("reserved-concurrency", "FunctionConcurrencyLimit on every function, 0 = none", check_reserved_concurrency),
     ("access-logs", "access logs without headers or query strings", check_access_logs),
+    ("table-retained", "the table (and its tokens) survives stack deletion and replacement", check_table_retained),
+    ("alarm-notifies", "the dead-letter alarm notifies AlarmEmail or AlarmTopicArn", check_alarm_notifies),
 ]
 
 
