@@ -131,3 +131,54 @@ fn a_bad_setting_stops_the_cold_start_with_a_message_naming_it() {
         "{json}"
     );
 }
+
+/// The demangled symbols of a function binary.
+fn symbols(function: &str) -> String {
+    let output = Command::new("nm")
+        .args(["--demangle"])
+        .arg(function_bin(function))
+        .output()
+        .expect(
+            "`nm` runs (it comes with binutils, which Rust's linker needs: apt-get install binutils)",
+        );
+    assert!(output.status.success(), "nm failed on {function}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// How many of `symbols` belong to `module` (a Rust path prefix).
+fn count(symbols: &str, module: &str) -> usize {
+    symbols.lines().filter(|l| l.contains(module)).count()
+}
+
+#[test]
+fn each_function_binary_holds_only_its_familys_code() {
+    // What each family's code is, by the Rust paths it lives under.
+    let family = [
+        ("discovery", "tfreg_http::routes::discovery::"),
+        ("modules", "tfreg_http::routes::modules::"),
+        ("providers", "tfreg_http::routes::providers::"),
+        ("mirror", "tfreg_http::routes::mirror::"),
+        ("downloads", "tfreg_http::routes::artifacts::"),
+        ("indexer", "tfreg_core::index::"),
+    ];
+    for (function, _) in family {
+        let symbols = symbols(function);
+        for (other, module) in family {
+            let count = count(&symbols, module);
+            if other == function {
+                assert!(count > 0, "{function} lacks its own code ({module})");
+            } else {
+                assert_eq!(count, 0, "{function} holds {other}'s code ({module})");
+            }
+        }
+        match function {
+            // Discovery connects to nothing; downloads to S3 alone.
+            "discovery" => assert_eq!(count(&symbols, "aws_sdk_"), 0),
+            "downloads" => {
+                assert_eq!(count(&symbols, "aws_sdk_dynamodb::"), 0);
+                assert!(count(&symbols, "aws_sdk_s3::") > 0);
+            }
+            _ => {}
+        }
+    }
+}

@@ -125,17 +125,17 @@ pub async fn run_discovery() -> Result<(), Error> {
     lambda_http::run(tfreg_http::family(routes)).await
 }
 
-/// The modules, providers and mirror functions: their family's routes over DynamoDB and S3.
-pub async fn run_api(function: Function) -> Result<(), Error> {
+/// The modules, providers and mirror functions: their family's routes (`routes`, e.g.
+/// `tfreg_http::routes::modules::routes`) over DynamoDB and S3. Each function passes its
+/// own family's routes, so its binary holds no other family's code.
+pub async fn run_api(
+    function: Function,
+    routes: fn(ApiState) -> axum::Router,
+) -> Result<(), Error> {
     init_tracing();
     let config = configure(function).await?;
     let state = api_state(&config, Stores::connect(&config).await);
-    let routes = match function {
-        Function::Providers => tfreg_http::routes::providers::routes(state),
-        Function::Mirror => tfreg_http::routes::mirror::routes(state),
-        _ => tfreg_http::routes::modules::routes(state),
-    };
-    lambda_http::run(tfreg_http::family(routes)).await
+    lambda_http::run(tfreg_http::family(routes(state))).await
 }
 
 /// The downloads function (redirect mode): signed URLs redirected to presigned ones; S3

@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), tfreg_lambda::Error> {
-    tfreg_lambda::run_api(tfreg_lambda::Function::Mirror).await
+    tfreg_lambda::run_api(
+        tfreg_lambda::Function::Mirror,
+        tfreg_http::routes::mirror::routes,
+    )
+    .await
 }

@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), tfreg_lambda::Error> {
-    tfreg_lambda::run_api(tfreg_lambda::Function::Modules).await
+    tfreg_lambda::run_api(
+        tfreg_lambda::Function::Modules,
+        tfreg_http::routes::modules::routes,
+    )
+    .await
 }

@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), tfreg_lambda::Error> {
-    tfreg_lambda::run_api(tfreg_lambda::Function::Providers).await
+    tfreg_lambda::run_api(
+        tfreg_lambda::Function::Providers,
+        tfreg_http::routes::providers::routes,
+    )
+    .await
 }

@@ -9,7 +9,7 @@ use tfreg_core::Hostname;
 
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
-use crate::routes::providers::{provider, version};
+use crate::routes::{provider, version};
 use crate::ApiState;
 
 /// The network mirror protocol's routes, behind the token check.

@@ -5,10 +5,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
 use tfreg_core::tokens::Access;
-use tfreg_core::{Platform, ProviderAddress, Version};
+use tfreg_core::Platform;
 
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
+use crate::routes::{provider, version};
 use crate::ApiState;
 
 /// The provider registry protocol's routes, behind the token check.
@@ -25,14 +26,6 @@ pub fn routes(state: ApiState) -> axum::Router {
             crate::middleware::authorize,
         ))
         .with_state(state)
-}
-
-pub(crate) fn provider(namespace: &str, type_: &str) -> Result<ProviderAddress, ApiError> {
-    ProviderAddress::parse(namespace, type_).map_err(|e| ApiError::BadRequest(e.to_string()))
-}
-
-pub(crate) fn version(version: &str) -> Result<Version, ApiError> {
-    Version::parse(version).map_err(|e| ApiError::BadRequest(e.to_string()))
 }
 
 /// `GET /v1/providers/:namespace/:type/versions`
