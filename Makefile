@@ -5,6 +5,7 @@
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
 #   make stack  the AWS stack on this machine: functions, API Gateway and S3/DynamoDB stand-ins
+#   make coldstart  each function's cold start against a hello-world lambda_http binary
 #   make bench  benchmarks (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
 #   make deploy sam deploy (guided the first time)
@@ -29,7 +30,7 @@ FUNCTIONS := discovery modules providers mirror downloads indexer
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: run token test lint bench stack lint-template fmt build build-cli deploy check-tools venv build-venv
+.PHONY: run token test lint bench stack coldstart lint-template fmt build build-cli deploy check-tools venv build-venv
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -57,9 +58,14 @@ stack: venv
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO_TARGET_DIR)/debug/tfreg-stack $(ARGS)
 
-## Benchmarks: token checks per second with few and many tokens
-bench:
+## Benchmarks: token checks per second with few and many tokens; the functions' cold starts
+bench: coldstart
 	$(CARGO) bench --locked -p tfreg-local --bench tokens
+
+## Each function's cold start against a hello-world lambda_http binary (release builds)
+coldstart:
+	$(CARGO) build --locked --release --workspace --bins
+	$(CARGO_TARGET_DIR)/release/tfreg-coldstart
 
 ## Formatting and lints
 lint:

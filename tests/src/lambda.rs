@@ -30,6 +30,8 @@ struct Inner {
     /// Every answer so far: (`<request id>/response` or `/error`, or `init/error`; body).
     answers: Mutex<Vec<(String, String)>>,
     next_id: Mutex<u64>,
+    /// When the function first asked for an event: the end of its cold start.
+    first_poll: Mutex<Option<std::time::Instant>>,
 }
 
 /// A Runtime API for one function process. Stopped when dropped.
@@ -90,6 +92,21 @@ impl RuntimeApi {
         rx.recv_timeout(timeout).ok()
     }
 
+    /// When the function first asked for an event (Lambda's end of init), waiting up to
+    /// `timeout` for it.
+    pub fn first_poll(&self, timeout: Duration) -> Option<std::time::Instant> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(at) = *self.inner.first_poll.lock().unwrap() {
+                return Some(at);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     /// What functions answered so far: (`<request id>/response` or `/error`, or
     /// `init/error`; body).
     pub fn answers(&self) -> Vec<(String, String)> {
@@ -115,6 +132,11 @@ impl Drop for RuntimeApi {
 }
 
 async fn next(State(inner): State<Arc<Inner>>) -> (HeaderMap, String) {
+    inner
+        .first_poll
+        .lock()
+        .unwrap()
+        .get_or_insert_with(std::time::Instant::now);
     let (id, body) = loop {
         // Registered before the queue is looked at, so no notification is missed.
         let arrived = inner.arrived.notified();
