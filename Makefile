@@ -30,7 +30,7 @@ FUNCTIONS := discovery modules providers mirror downloads indexer
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: run token test lint bench stack coldstart lint-template fmt build build-cli deploy check-tools venv build-venv
+.PHONY: run token test lint bench stack coldstart build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -41,7 +41,7 @@ token:
 	@$(CARGO) run --quiet --locked -p tfreg-cli --bin tfreg -- token create --data $(DATA) $(ARGS)
 
 ## Every check CI runs
-test: check-tools venv lint lint-template
+test: check-tools venv lint lint-template check-lambda-zips
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) test --locked --workspace
 
@@ -97,12 +97,31 @@ $(VENV)/.build-installed: tools/build-requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/build-requirements.txt
 	touch $@
 
-## One zip per Lambda function in build/lambda/<function>/bootstrap.zip
+## One zip per Lambda function in build/lambda/<function>/bootstrap.zip (ARCH=arm64, the
+## default, or x86_64); installs what it needs: the Rust target (rustup), cargo-lambda and zig
+## (into .venv, from PyPI)
 build: build-venv
-	@case "$(ARCH)" in arm64) flag=--arm64 ;; x86_64) flag=--x86-64 ;; *) echo "ARCH must be arm64 or x86_64"; exit 1 ;; esac; \
-	PATH="$(abspath $(VENV))/bin:$$PATH" cargo lambda build --release $$flag --output-format zip \
+	@case "$(ARCH)" in arm64) target=aarch64-unknown-linux-gnu ;; x86_64) target=x86_64-unknown-linux-gnu ;; \
+	  *) echo "ARCH must be arm64 or x86_64"; exit 1 ;; esac; \
+	command -v rustup >/dev/null || { echo "rustup is missing: install Rust from https://rustup.rs"; exit 1; }; \
+	rustup target list --installed | grep -qx $$target || rustup target add $$target
+	@case "$(ARCH)" in arm64) flag=--arm64 ;; x86_64) flag=--x86-64 ;; esac; \
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(CARGO) lambda build --locked --release $$flag --output-format zip \
 	  --lambda-dir $(LAMBDA_DIR) $(addprefix --bin ,$(FUNCTIONS))
 	@ls -l $(foreach f,$(FUNCTIONS),$(LAMBDA_DIR)/$(f)/bootstrap.zip)
+
+## Both architectures, one after the other (build/lambda holds the last)
+build-all:
+	$(MAKE) build ARCH=x86_64
+	$(MAKE) build ARCH=arm64
+
+## The deployable zips build (arm64) and each stays under 8 MB
+check-lambda-zips: build
+	@for f in $(FUNCTIONS); do \
+	  size=$$(stat -c %s $(LAMBDA_DIR)/$$f/bootstrap.zip); \
+	  if [ $$size -ge 8388608 ]; then echo "$$f: bootstrap.zip is $$size bytes, over 8 MB"; exit 1; fi; \
+	  echo "$$f: bootstrap.zip $$size bytes (under 8 MB)"; \
+	done
 
 ## Deploy with SAM: guided the first time (answers saved in samconfig.toml), then exactly as
 ## samconfig.toml says (edit it to change parameters; nothing here overrides them)
