@@ -17,9 +17,15 @@ pub struct Aws {
 }
 
 impl Aws {
+    /// The command line's: trusting the system's certificates.
     pub async fn from_env() -> Aws {
+        Aws::trusting(crate::config::Trust::System).await
+    }
+
+    /// The SDK configuration from the environment, trusting `trust`'s certificates.
+    pub async fn trusting(trust: crate::config::Trust) -> Aws {
         Aws {
-            sdk: crate::sdk_config().await,
+            sdk: crate::config::config_loader_trusting(trust).load().await,
         }
     }
 

@@ -39,7 +39,7 @@ impl Stores {
     }
 
     async fn connect_with(config: &Config, indexing: bool) -> Stores {
-        let aws = tfreg_aws::Aws::from_env().await;
+        let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
         Stores {
             metadata: Arc::new(aws.metadata(&config.table, indexing)),
             artifacts: Arc::new(aws.artifacts(
@@ -146,7 +146,7 @@ pub async fn run_downloads() -> Result<(), Error> {
     let Some(signer) = config.redirect_signer() else {
         return Err("the downloads function needs TFREG_URL_SECRET".into());
     };
-    let aws = tfreg_aws::Aws::from_env().await;
+    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
     let artifacts = aws.artifacts(&config.bucket, config.url_ttl, Some(signer.clone()));
     let state = DownloadsState {
         artifacts: Arc::new(artifacts),

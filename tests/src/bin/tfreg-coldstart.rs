@@ -57,10 +57,16 @@ fn main() {
         "indexer",
     ];
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
-    for _ in 0..runs {
-        // Interleaved, so a busy moment of the machine touches every binary alike.
-        for (i, binary) in binaries.iter().enumerate() {
-            times[i].push(cold_start(binary));
+    // A first round to warm the page cache, not counted.
+    for binary in binaries {
+        cold_start(binary);
+    }
+    for run in 0..runs {
+        // Interleaved, and in a rotating order, so a busy moment of the machine (or being
+        // first in a round) touches every binary alike.
+        for step in 0..binaries.len() {
+            let i = (step + run) % binaries.len();
+            times[i].push(cold_start(binaries[i]));
         }
     }
     let median = |t: &mut Vec<Duration>| {
