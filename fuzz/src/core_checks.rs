@@ -428,10 +428,25 @@ pub fn openpgp_signature(data: &[u8]) {
     }
 }
 
-/// `zip_listing`: any bytes, as a provider package, either are refused or hash to a
-/// well-formed `h1:` (the base64 of 32 bytes).
+/// `zip_listing`: any bytes, as a provider package under the registry's limits, either are
+/// refused or hash to a well-formed `h1:` (the base64 of 32 bytes); and limits only ever
+/// refuse: what tighter limits accept hashes the same as under the defaults.
 pub fn zip_listing(data: &[u8]) {
-    let Ok(h1) = hash::h1_of_zip(Cursor::new(data)) else {
+    let limits = hash::PackageLimits::default();
+    let loose = hash::h1_of_zip(Cursor::new(data), &limits);
+    let tight = hash::PackageLimits {
+        max_entries: 3,
+        max_inflated_bytes: 16 * 1024,
+        ..limits
+    };
+    if let Ok(h1) = hash::h1_of_zip(Cursor::new(data), &tight) {
+        assert_eq!(
+            loose.as_ref().ok(),
+            Some(&h1),
+            "tighter limits changed the hash"
+        );
+    }
+    let Ok(h1) = loose else {
         return;
     };
     let digest = h1

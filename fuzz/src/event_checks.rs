@@ -15,12 +15,15 @@ use axum::Router;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::{self, TokenStore};
-use tfreg_core::Indexer;
+use tfreg_core::{Hostname, Indexer};
 use tfreg_lambda::{app_state, decode_event_key, handle_s3_event, Config, Stores};
 use tower::ServiceExt;
 
 /// The bucket the indexer is configured with, as in `events/s3-*.json`.
 const BUCKET: &str = "tfreg-artifacts";
+
+/// The registry's own hostname, as in `events/apigw-*.json`.
+const HOSTNAME: &str = "registry.example.com";
 
 /// The bearer token of `events/apigw-*.json`; replaced by a valid token before each request,
 /// so seeds and what the fuzzer makes of them get past authentication.
@@ -93,8 +96,10 @@ impl World {
         }
     }
 
+    /// The indexer as the indexer function builds it (`TFREG_HOSTNAME` set).
     fn indexer(&self) -> Indexer {
         Indexer::new(self.metadata.clone(), self.artifacts.clone())
+            .with_hostname(Some(Hostname::parse(HOSTNAME).expect("a valid hostname")))
     }
 }
 
@@ -160,7 +165,7 @@ fn api() -> &'static Api {
                         .chain(&[
                             ("TFREG_TABLE", "tfreg"),
                             ("TFREG_BUCKET", BUCKET),
-                            ("TFREG_HOSTNAME", "registry.example.com"),
+                            ("TFREG_HOSTNAME", HOSTNAME),
                         ])
                         .find(|(n, _)| *n == name)
                         .map(|(_, v)| (*v).to_owned())

@@ -15,7 +15,7 @@ use proptest::sample::Index;
 use sha2::{Digest, Sha256};
 use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified, ReleaseFile};
 use tfreg_core::names::provider_namespace;
-use tfreg_core::signing::{UrlSigner, ARTIFACTS_PATH};
+use tfreg_core::signing::{SignatureError, UrlSigner, ARTIFACTS_PATH};
 use tfreg_core::{
     hash, release, Hostname, ModuleAddress, Origin, Platform, ProviderAddress, Version,
 };
@@ -271,7 +271,8 @@ proptest! {
             .map(|(name, (content, _))| format!("{}  {name}\n", hex::encode(Sha256::digest(content))))
             .collect();
         let expected = format!("h1:{}", STANDARD.encode(Sha256::digest(summary.as_bytes())));
-        prop_assert_eq!(hash::h1_of_zip(Cursor::new(zip)).unwrap(), expected);
+        let limits = hash::PackageLimits::default();
+        prop_assert_eq!(hash::h1_of_zip(Cursor::new(zip), &limits).unwrap(), expected);
     }
 }
 
@@ -339,7 +340,11 @@ proptest! {
             signer.verify(key, revision, expires, signature, now).is_ok()
         };
         prop_assert!(verify(&key, revision.as_deref(), expires, &signature));
-        prop_assert!(!signer.verify(&key, revision.as_deref(), expires, &signature, now + Duration::from_secs(301)).is_ok());
+        let later = now + Duration::from_secs(301);
+        prop_assert_eq!(
+            signer.verify(&key, revision.as_deref(), expires, &signature, later),
+            Err(SignatureError::Expired)
+        );
 
         if let Some(other_key) = changed(&key, at, with) {
             prop_assert!(!verify(&other_key, revision.as_deref(), expires, &signature), "{:?}", other_key);
