@@ -3,13 +3,15 @@
 //! This file is compiled twice: into the `cargo fuzz` targets (through `src/lib.rs`) and, as
 //! is, into `crates/core/tests/fuzz_regressions.rs`, which replays the seed corpus and every
 //! kept crasher through these very checks on stable Rust. So it may only use what the core's
-//! tests can reach: `tfreg_core` and the core's own dependencies.
+//! tests can reach: `tfreg_core` and the core's own dependencies (`pgp`, `semver`, ...).
 
 use std::cmp::Ordering;
 use std::io::Cursor;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
+use pgp::composed::{Deserializable, SignedPublicKey};
+use pgp::types::Tag;
 
 use tfreg_core::layout::{classify, Artifact, Classified};
 use tfreg_core::names::{ModuleName, ModuleSystem, PlatformPart, ProviderType};
@@ -379,7 +381,8 @@ pub fn manifest(data: &[u8]) {
 }
 
 /// `openpgp_key`: an accepted key has a 16-digit uppercase hex key ID, has not expired, keeps
-/// the published armor, and that armor, handed back, gets the same verdict.
+/// the published armor, and that armor, handed back, gets the same verdict; and it has a user
+/// ID it certified itself, as Terraform requires.
 pub fn openpgp_key(data: &[u8]) {
     let Ok(info) = gpg::parse_public_key(data, now()) else {
         return;
@@ -399,6 +402,21 @@ pub fn openpgp_key(data: &[u8]) {
     assert_eq!(
         gpg::parse_public_key(info.ascii_armor.as_bytes(), now()).as_ref(),
         Ok(&info)
+    );
+    // What Terraform needs of a key, checked apart from the registry's own code: a user ID
+    // that the key itself certified.
+    let (key, _) = SignedPublicKey::from_armor_single(Cursor::new(info.ascii_armor.as_bytes()))
+        .expect("an accepted key's armor reads");
+    let certified = key.details.users.iter().any(|user| {
+        user.signatures.iter().any(|s| {
+            s.verify_certification(&key.primary_key, Tag::UserId, &user.id)
+                .is_ok()
+        })
+    });
+    assert!(
+        certified,
+        "key {} has no self-certified user ID",
+        info.key_id
     );
 }
 
