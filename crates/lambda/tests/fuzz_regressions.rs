@@ -94,3 +94,21 @@ fn the_seeds_reach_the_handlers() {
         ]))
     );
 }
+
+/// lambda_http 1.3 panics converting an event whose Host header makes no valid URI, before
+/// the router sees it (in Lambda: a failed invocation, and API Gateway's own 500). The event
+/// checks tolerate exactly that panic; when this test fails, lambda_http answers such events
+/// and the tolerance in `fuzz/src/event_checks.rs` can go.
+#[test]
+fn lambda_http_still_panics_on_an_event_with_an_empty_host() {
+    let path = format!(
+        "{}/../../fuzz/regressions/apigw_event/empty-host-and-method",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let event = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let panicked = std::panic::catch_unwind(|| lambda_http::request::from_str(&event)).is_err();
+    std::panic::set_hook(previous);
+    assert!(panicked, "lambda_http now converts {path}");
+}
