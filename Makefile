@@ -9,6 +9,8 @@
 #   make bench  benchmarks (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
 #   make deploy sam deploy (guided the first time)
+#   make fuzz   run one fuzz target (TARGET=<name> [SECONDS=600]; nightly + cargo-fuzz, not in `make test`)
+#   make fuzz-list  the fuzz targets
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -30,7 +32,14 @@ FUNCTIONS := discovery modules providers mirror downloads indexer
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: run token test lint bench stack coldstart build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv
+# Fuzzing (fuzz/README.md): one target for SECONDS; nightly builds with sanitizers, kept apart
+# from the stable builds. FUZZ_ARGS passes more libFuzzer flags.
+TARGET ?=
+SECONDS ?= 600
+FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
+FUZZ_ARGS ?=
+
+.PHONY: run token test lint bench stack coldstart build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -131,6 +140,20 @@ deploy: build
 	else \
 	  $(VENV)/bin/sam deploy --guided --capabilities CAPABILITY_IAM --resolve-s3 --parameter-overrides Architecture=$(ARCH); \
 	fi
+
+## Run fuzz target $(TARGET) for $(SECONDS) seconds; a crash stops it and lands in fuzz/artifacts/
+fuzz: check-fuzz-tools
+	@[ -n "$(TARGET)" ] || { echo "TARGET is missing: make fuzz TARGET=<name> [SECONDS=600] (make fuzz-list names them)"; exit 1; }
+	cd fuzz && CARGO_TARGET_DIR=$(FUZZ_TARGET_DIR) cargo +nightly fuzz run $(TARGET) -- \
+	  -max_total_time=$(SECONDS) -rss_limit_mb=2048 -timeout=10 $(FUZZ_ARGS)
+
+## The fuzz targets
+fuzz-list: check-fuzz-tools
+	@cd fuzz && cargo +nightly fuzz list
+
+check-fuzz-tools:
+	@cargo +nightly --version >/dev/null 2>&1 || { echo "the nightly toolchain is missing: rustup toolchain install nightly"; exit 1; }
+	@cargo fuzz --version >/dev/null 2>&1 || { echo "cargo-fuzz is missing: cargo install cargo-fuzz --locked"; exit 1; }
 
 ## Tools the tests need, with how to get them
 check-tools:

@@ -85,9 +85,16 @@ pub fn parse_public_key(bytes: &[u8], now: SystemTime) -> Result<PublicKeyInfo, 
     if armor.contains("PRIVATE KEY BLOCK") {
         return Err("this is a PRIVATE key: publish only the public key (gpg --armor --export KEYID), and rotate the key, since it has been exposed".into());
     }
-    let key = parse_armored(armor)?;
+    // What is checked is what is kept: signatures are verified against the kept text later,
+    // and the armor parser's verdict can hang on a final newline after trailing text.
+    let armor = format!("{}\n", armor.trim());
+    let key = parse_armored(&armor)?;
     key.verify_bindings()
         .map_err(|e| format!("the key's self-signatures do not verify: {e}"))?;
+    // Terraform reads no key without a user ID that the key itself signed.
+    if key.details.users.is_empty() {
+        return Err("the key has no user ID signed by the key itself, so Terraform cannot read it: publish the key as gpg --armor --export KEYID writes it".into());
+    }
     let eddsa = std::iter::once(key.primary_key.algorithm())
         .chain(key.public_subkeys.iter().map(|s| s.key.algorithm()))
         .any(is_eddsa);
@@ -107,7 +114,7 @@ pub fn parse_public_key(bytes: &[u8], now: SystemTime) -> Result<PublicKeyInfo, 
     let expires_at = expiry(key.primary_key.created_at(), &user_signatures);
     let info = PublicKeyInfo {
         key_id: hex::encode_upper(key.legacy_key_id().as_ref()),
-        ascii_armor: armor.trim().to_owned() + "\n",
+        ascii_armor: armor,
         expires_at,
     };
     if info.is_expired(now) {

@@ -73,12 +73,17 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Vec<String>, String> {
         let (major, minor) = protocol
             .split_once('.')
             .ok_or_else(|| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
-        let major: u32 = major
-            .parse()
-            .map_err(|_| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
-        minor
-            .parse::<u32>()
-            .map_err(|_| format!("protocol version {protocol:?} is not MAJOR.MINOR"))?;
+        // Digits only: `u32::from_str` also takes a sign (`6.+0`), which Terraform does not
+        // read as a protocol version.
+        let number = |part: &str| {
+            part.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| part.parse::<u32>().ok())
+                .flatten()
+                .ok_or_else(|| format!("protocol version {protocol:?} is not MAJOR.MINOR"))
+        };
+        let major = number(major)?;
+        number(minor)?;
         if major < 5 {
             return Err(format!(
                 "protocol version {protocol} is older than 5.0: Terraform 0.12 and later cannot install it"

@@ -1,0 +1,4 @@
+//! Fuzzes bytes as a release's SHA256SUMS; the assertions are in `src/core_checks.rs`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tfreg_fuzz::core_checks::sha256sums(data));
