@@ -60,7 +60,18 @@ pub fn config_loader_trusting(trust: Trust) -> aws_config::ConfigLoader {
             }
         }
     };
-    aws_config::defaults(BehaviorVersion::latest()).http_client(http)
+    let loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http);
+    match trust {
+        Trust::System => loader,
+        // In Lambda, credentials and region are always in the environment: reading them
+        // there, rather than building the whole default chain (profiles, SSO, IMDS...),
+        // keeps the cold start short.
+        Trust::AmazonTrustServices => loader
+            .credentials_provider(
+                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+            )
+            .region(aws_config::environment::EnvironmentVariableRegionProvider::new()),
+    }
 }
 
 /// The shared SDK configuration from the environment.

@@ -3,7 +3,7 @@
 //! `lambda_http` binary's, in the same run, on release builds. Fails if any function takes
 //! more than twice as long as the hello world.
 //!
-//! `tfreg-coldstart [RUNS]` (default 15); each figure is the median of the runs.
+//! `tfreg-coldstart [RUNS]` (default 25); each figure is the median of the runs.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ fn main() {
     let runs: usize = std::env::args()
         .nth(1)
         .map(|r| r.parse().expect("RUNS is a number"))
-        .unwrap_or(15);
+        .unwrap_or(25);
     let binaries = [
         "lambda-hello",
         "discovery",
