@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 pub mod lambda;
 pub mod raw;
 pub mod stack;
+pub mod static_site;
 
 pub use lambda::{function_bin, RuntimeApi};
 pub use raw::{raw_request, raw_until_close, RawResponse};
+pub use static_site::{Page, StaticSite};
 pub use tempfile::TempDir;
 
 /// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder).
