@@ -83,6 +83,32 @@ impl Table {
         Ok(())
     }
 
+    /// PutItem on condition that no item has the key; `false` when one had.
+    async fn put_new(&self, partition: &str, sort: &str, doc: String) -> Result<bool, StoreError> {
+        let mut item = key(partition, sort);
+        item.insert(DOC.to_owned(), AttributeValue::S(doc));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.name)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                let e = e.into_service_error();
+                if e.is_conditional_check_failed_exception() {
+                    Ok(false)
+                } else {
+                    Err(failed("PutItem", &self.name, e))
+                }
+            }
+        }
+    }
+
     async fn get(&self, partition: &str, sort: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
@@ -235,6 +261,13 @@ impl MetadataStore for DynamoMetadataStore {
         let doc = serde_json::to_string(&record)
             .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
         self.table.put(&partition, &sort, doc, vec![]).await
+    }
+
+    async fn put_new(&self, record: Record) -> Result<bool, StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let doc = serde_json::to_string(&record)
+            .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
+        self.table.put_new(&partition, &sort, doc).await
     }
 
     async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {

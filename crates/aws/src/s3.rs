@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::Client;
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::store::{ObjectBody, ObjectMeta};
+use tfreg_core::store::{Kept, ObjectBody, ObjectMeta};
 use tfreg_core::{ArtifactStore, Origin, StoreError};
 
 /// Revisions are `v:<version id>` in versioned buckets, else `e:<etag>`.
@@ -159,27 +159,34 @@ impl ArtifactStore for S3ArtifactStore {
     }
 
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
-        match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
-            Ok(out) => Ok(Some(ObjectBody {
-                meta: meta(out.content_length, out.version_id(), out.e_tag()),
-                reader: Box::pin(out.body.into_async_read()),
-            })),
-            Err(e) => {
-                let e = e.into_service_error();
-                if e.is_no_such_key() {
-                    Ok(None)
-                } else {
-                    Err(self.failed("GetObject", key, e))
-                }
-            }
+        self.get(key, None).await
+    }
+
+    /// In a versioned bucket, the object version itself, whatever was uploaded since.
+    async fn open_revision(
+        &self,
+        key: &str,
+        revision: &str,
+    ) -> Result<Option<ObjectBody>, StoreError> {
+        match revision.strip_prefix(VERSION_PREFIX) {
+            Some(version) => self.get(key, Some(version)).await,
+            None => Ok(self
+                .get(key, None)
+                .await?
+                .filter(|b| b.meta.revision == revision)),
         }
+    }
+
+    /// A versioned bucket keeps every object version (the template's bucket expires none),
+    /// so there is nothing to copy; a bucket without versioning keeps nothing.
+    async fn keep(&self, key: &str, revision: &str, _sha256: &str) -> Result<Kept, StoreError> {
+        Ok(match revision.starts_with(VERSION_PREFIX) {
+            true => Kept::Yes,
+            false => Kept::No(format!(
+                "s3://{}/{key} has no object version: the bucket does not keep versions, so bytes uploaded over it replace what was published (enable versioning on the bucket)",
+                self.bucket
+            )),
+        })
     }
 
     async fn download_url(
@@ -201,5 +208,37 @@ impl ArtifactStore for S3ArtifactStore {
         head: bool,
     ) -> Result<Option<String>, StoreError> {
         self.presign(key, revision, head).await.map(Some)
+    }
+}
+
+impl S3ArtifactStore {
+    /// GetObject, of one version when given. `None` when there is no such object or version.
+    async fn get(
+        &self,
+        key: &str,
+        version: Option<&str>,
+    ) -> Result<Option<ObjectBody>, StoreError> {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .set_version_id(version.map(str::to_owned))
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(ObjectBody {
+                meta: meta(out.content_length, out.version_id(), out.e_tag()),
+                reader: Box::pin(out.body.into_async_read()),
+            })),
+            Err(e) => {
+                let e = e.into_service_error();
+                if e.is_no_such_key() {
+                    Ok(None)
+                } else {
+                    Err(self.failed("GetObject", key, e))
+                }
+            }
+        }
     }
 }

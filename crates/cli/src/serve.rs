@@ -9,13 +9,14 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use tfreg_aws::settings::{BucketSetting, DownloadMode, PublicSetting, TableSetting};
-use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{Hostname, Indexer, Registry};
 use tfreg_http::AppState;
 use tfreg_local::server::ServerLimits;
-use tfreg_local::{DataDirWatcher, FileTokenStore, FsArtifactStore, StateDir, WatchOptions};
+use tfreg_local::{
+    DataDirWatcher, FileTokenStore, FsArtifactStore, LocalMetadataStore, StateDir, WatchOptions,
+};
 use tokio::sync::watch;
 
 #[derive(Args, Debug)]
@@ -167,7 +168,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         _ => {
             let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
-            let metadata = Arc::new(MemoryMetadataStore::new());
+            let metadata = Arc::new(LocalMetadataStore::open(&data, true)?);
             let indexer = Arc::new(
                 Indexer::new(metadata.clone(), artifacts.clone())
                     .with_hostname(Some(registry_hostname.clone())),

@@ -12,11 +12,10 @@ use anyhow::Context;
 use clap::Args;
 use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
 use tfreg_core::layout::{classify, Artifact, Classified};
-use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::Access;
 use tfreg_core::{ArtifactStore, Hostname, Indexer, Origin, Registry};
-use tfreg_local::FsArtifactStore;
+use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -56,9 +55,10 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
         Duration::from_secs(60),
     ));
     let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
-    let metadata = Arc::new(MemoryMetadataStore::new());
-    let indexer =
-        Indexer::new(metadata.clone(), artifacts.clone()).with_hostname(args.hostname.get());
+    let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone())
+        .with_hostname(args.hostname.get())
+        .without_pinning();
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 
 use crate::signing::UrlSigner;
 use crate::store::{
-    ArtifactStore, MetadataStore, ObjectBody, ObjectMeta, Origin, Record, RecordId, StoreError,
+    ArtifactStore, Kept, MetadataStore, ObjectBody, ObjectMeta, Origin, Record, RecordId,
+    StoreError,
 };
 use crate::tokens::{TokenRecord, TokenStore};
 
@@ -23,6 +24,31 @@ impl MemoryMetadataStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Stores a record only if none has its id (what `put_new` does, for callers without a
+    /// runtime); `false` when one was there.
+    pub fn insert_new(&self, record: Record) -> Result<bool, StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
+        let records = partitions.entry(partition).or_default();
+        if records.contains_key(&sort) {
+            return Ok(false);
+        }
+        records.insert(sort, record);
+        Ok(true)
+    }
+
+    /// Stores a record, replacing the one with the same id (what `put` does, for callers
+    /// without a runtime).
+    pub fn insert(&self, record: Record) -> Result<(), StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
+        partitions
+            .entry(partition)
+            .or_default()
+            .insert(sort, record);
+        Ok(())
+    }
 }
 
 fn poisoned() -> StoreError {
@@ -32,13 +58,11 @@ fn poisoned() -> StoreError {
 #[async_trait]
 impl MetadataStore for MemoryMetadataStore {
     async fn put(&self, record: Record) -> Result<(), StoreError> {
-        let RecordId { partition, sort } = record.id();
-        let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
-        partitions
-            .entry(partition)
-            .or_default()
-            .insert(sort, record);
-        Ok(())
+        self.insert(record)
+    }
+
+    async fn put_new(&self, record: Record) -> Result<bool, StoreError> {
+        self.insert_new(record)
     }
 
     async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
@@ -118,10 +142,13 @@ type Content = Arc<Vec<u8>>;
 /// An object's revision number and content.
 type StoredObject = (u64, Content);
 
-/// Objects held in memory, with download URLs signed like the local shape's.
+/// Objects held in memory, with download URLs signed like the local shape's. Every revision
+/// ever written stays readable, as in a versioned bucket.
 #[derive(Debug)]
 pub struct MemoryArtifactStore {
     objects: RwLock<BTreeMap<String, StoredObject>>,
+    /// Every revision written, by key and revision.
+    history: RwLock<BTreeMap<(String, String), Content>>,
     signer: Arc<UrlSigner>,
 }
 
@@ -129,6 +156,7 @@ impl MemoryArtifactStore {
     pub fn new(signer: Arc<UrlSigner>) -> Self {
         Self {
             objects: RwLock::default(),
+            history: RwLock::default(),
             signer,
         }
     }
@@ -136,8 +164,12 @@ impl MemoryArtifactStore {
     /// Stores (or replaces) an object; each write gets a new revision.
     pub fn put(&self, key: &str, content: impl Into<Vec<u8>>) {
         let mut objects = self.objects.write().expect("not poisoned");
-        let revision = objects.get(key).map_or(1, |(r, _)| r + 1);
-        objects.insert(key.to_owned(), (revision, Arc::new(content.into())));
+        // Revisions are never reused, not even after a delete, as with S3 version ids.
+        let mut history = self.history.write().expect("not poisoned");
+        let revision = history.len() as u64 + 1;
+        let content = Arc::new(content.into());
+        history.insert((key.to_owned(), revision.to_string()), Arc::clone(&content));
+        objects.insert(key.to_owned(), (revision, content));
     }
 
     pub fn delete(&self, key: &str) {
@@ -183,6 +215,31 @@ impl ArtifactStore for MemoryArtifactStore {
         Ok(self
             .signer
             .url_for_revision(origin, key, revision, SystemTime::now()))
+    }
+
+    async fn open_revision(
+        &self,
+        key: &str,
+        revision: &str,
+    ) -> Result<Option<ObjectBody>, StoreError> {
+        let history = self.history.read().map_err(|_| poisoned())?;
+        let found = history.get(&(key.to_owned(), revision.to_owned()));
+        Ok(found.map(|data| ObjectBody {
+            meta: ObjectMeta {
+                size: data.len() as u64,
+                revision: revision.to_owned(),
+            },
+            reader: Box::pin(std::io::Cursor::new(data.as_ref().clone())),
+        }))
+    }
+
+    async fn keep(&self, key: &str, revision: &str, sha256: &str) -> Result<Kept, StoreError> {
+        use sha2::Digest;
+        let history = self.history.read().map_err(|_| poisoned())?;
+        Ok(match history.get(&(key.to_owned(), revision.to_owned())) {
+            Some(data) if hex::encode(sha2::Sha256::digest(data.as_slice())) == sha256 => Kept::Yes,
+            _ => Kept::Changed,
+        })
     }
 }
 
@@ -279,7 +336,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_version_in_two_formats_prefers_tar_gz_and_survives_losing_one() {
+    async fn a_version_in_a_second_format_never_replaces_the_first_served() {
         let w = world();
         let origin = Origin::https("reg.example:443").unwrap();
         let v = Version::parse("1.0.0").unwrap();
@@ -292,20 +349,24 @@ mod tests {
             .module_download_url(&Access::All, &addr("a/b/c"), &v, &origin)
             .await
             .unwrap();
-        assert!(url.contains("/1.0.0.tar.gz?"), "{url}");
-        w.artifacts.delete("modules/a/b/c/1.0.0.tar.gz");
+        assert!(url.contains("/1.0.0.zip?"), "{url}");
+        // Deleting the served one yanks the version: the other format does not take over.
+        w.artifacts.delete("modules/a/b/c/1.0.0.zip");
+        w.indexer
+            .index_key("modules/a/b/c/1.0.0.zip")
+            .await
+            .unwrap();
         w.indexer
             .index_key("modules/a/b/c/1.0.0.tar.gz")
             .await
             .unwrap();
-        let url = w
+        let answer = w
             .registry
             .module_download_url(&Access::All, &addr("a/b/c"), &v, &origin)
-            .await
-            .unwrap();
+            .await;
         assert!(
-            url.starts_with("https://reg.example:443/v1/artifacts/modules/a/b/c/1.0.0.zip?"),
-            "{url}"
+            matches!(answer, Err(RegistryError::NotFound(_))),
+            "{answer:?}"
         );
     }
 

@@ -155,12 +155,50 @@ pub trait ArtifactStore: Send + Sync {
         Ok(None)
     }
 
+    /// Opens `key` as it was at `revision`: the object itself while it is still at that
+    /// revision, else the bytes [`ArtifactStore::keep`] kept, if any. What download URLs
+    /// and re-verification read, so a published version keeps its bytes whatever is uploaded
+    /// over it later.
+    async fn open_revision(
+        &self,
+        key: &str,
+        revision: &str,
+    ) -> Result<Option<ObjectBody>, StoreError> {
+        Ok(self
+            .open(key)
+            .await?
+            .filter(|b| b.meta.revision == revision))
+    }
+
+    /// Keeps the bytes of `key` at `revision` (whose SHA-256 is `sha256`) readable through
+    /// [`ArtifactStore::open_revision`] for good, whatever is later uploaded under `key`:
+    /// a versioned bucket keeps object versions anyway, the data directory copies the file
+    /// into its state folder. Idempotent.
+    async fn keep(&self, _key: &str, _revision: &str, _sha256: &str) -> Result<Kept, StoreError> {
+        Ok(Kept::No(
+            "this store keeps no earlier revisions of a file".into(),
+        ))
+    }
+
     /// Why something that exists at `key` is never read, for stores where that can happen
     /// (a symbolic link or a FIFO in the data directory); `None` otherwise. Such a key is
     /// absent for [`ArtifactStore::head`] and [`ArtifactStore::open`].
     async fn refusal(&self, _key: &str) -> Result<Option<String>, StoreError> {
         Ok(None)
     }
+}
+
+/// What [`ArtifactStore::keep`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// The bytes stay readable at that revision.
+    Yes,
+    /// The store cannot keep them, and why (an S3 bucket without versioning): a later
+    /// upload under the same key can only be refused, not undone.
+    No(String),
+    /// The object is no longer at that revision, or its bytes are not those of `sha256`:
+    /// it changed meanwhile, and its next event settles it.
+    Changed,
 }
 
 /// One published module archive, as the indexer records it.
@@ -271,6 +309,26 @@ pub struct ProblemRecord {
     pub problem: String,
 }
 
+/// The first bytes served for one version's file: what is served for it from then on. A
+/// pin outlives its file (deleting the file yanks the version; uploading the same bytes
+/// again un-yanks it), so different bytes can never take a published version's place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinRecord {
+    /// What is pinned: one version's file, whatever the spelling or format of its key
+    /// (`module/acme/network/aws/1.2.0`, `provider/acme/widget/1.0.0/linux_amd64`,
+    /// `provider/acme/widget/1.0.0/SHA256SUMS`, `mirror/<host>/acme/widget/1.0.0/linux_amd64`).
+    pub slot: String,
+    /// The key it was published under.
+    pub key: String,
+    pub sha256: String,
+    pub size: u64,
+    /// The revision served: the store keeps its bytes when it can (`kept`).
+    pub revision: String,
+    pub kept: bool,
+    /// When it was first served (Unix seconds).
+    pub published_at: u64,
+}
+
 /// Everything the metadata store holds. Each record lives in a partition (read together in
 /// one query) under a sort key unique within it: the shape of a single DynamoDB table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,6 +342,7 @@ pub enum Record {
     Problem(ProblemRecord),
     /// Lists a provider under its namespace, so a key change can find what to re-verify.
     NamespaceProvider(ProviderAddress),
+    Pin(PinRecord),
 }
 
 /// Where a record lives.
@@ -298,6 +357,7 @@ pub mod partition {
     use crate::names::{Hostname, ModuleAddress, Namespace, ProviderAddress};
 
     pub const PROBLEMS: &str = "problems";
+    pub const PINS: &str = "pins";
 
     pub fn module(address: &ModuleAddress) -> String {
         format!("module/{address}")
@@ -379,6 +439,11 @@ impl RecordId {
     pub fn problem(key: &str) -> Self {
         Self::new(partition::PROBLEMS.to_owned(), key.to_owned())
     }
+
+    /// The pin of a version's file ([`PinRecord::slot`]).
+    pub fn pin(slot: &str) -> Self {
+        Self::new(partition::PINS.to_owned(), slot.to_owned())
+    }
 }
 
 impl Record {
@@ -393,6 +458,7 @@ impl Record {
             Record::Manifest(r) => RecordId::manifest(&r.provider, &r.version, &r.key),
             Record::Key(k) => RecordId::signing_key(&k.namespace, &k.key),
             Record::Problem(p) => RecordId::problem(&p.key),
+            Record::Pin(p) => RecordId::pin(&p.slot),
             Record::NamespaceProvider(p) => {
                 RecordId::new(partition::namespace(&p.namespace), p.type_.to_string())
             }
@@ -406,6 +472,17 @@ impl Record {
 pub trait MetadataStore: Send + Sync {
     /// Stores a record, replacing the one with the same id.
     async fn put(&self, record: Record) -> Result<(), StoreError>;
+
+    /// Stores a record only if none has its id; `false` when one was there. Every store of
+    /// the registry makes this atomic, so of two writers racing for a pin exactly one wins;
+    /// the default (look, then put) is for test wrappers only.
+    async fn put_new(&self, record: Record) -> Result<bool, StoreError> {
+        if self.get(&record.id()).await?.is_some() {
+            return Ok(false);
+        }
+        self.put(record).await?;
+        Ok(true)
+    }
 
     /// Deletes a record if present.
     async fn delete(&self, id: &RecordId) -> Result<(), StoreError>;

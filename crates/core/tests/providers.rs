@@ -149,8 +149,18 @@ async fn the_download_answer_has_every_field_terraform_needs() {
 #[tokio::test]
 async fn a_zip_that_does_not_match_is_not_offered_until_it_is_fixed() {
     let world = World::new();
+    // A release served for one platform, the other's zip not there yet. (A platform once
+    // served keeps its package whatever is uploaded over it: see `immutability.rs`.)
+    world.put(&format!("{DIR}/{DARWIN}"), fixture(DARWIN)).await;
+    world.put(&format!("{DIR}/{SUMS}"), fixture(SUMS)).await;
     world
-        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .put(
+            &format!("{DIR}/{SUMS}.sig"),
+            fixture(&format!("{SUMS}.sig")),
+        )
+        .await;
+    world
+        .put("keys/acme/release.asc", fixture("release.asc"))
         .await;
     // A broken zip does not match its SHA256SUMS line, and is never even unpacked,
     let mut broken = fixture(LINUX);

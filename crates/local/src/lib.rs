@@ -2,12 +2,14 @@
 //! bucket, watched for changes, plus the server's own state under `DATA/.tfreg/`.
 
 pub mod fs_store;
+pub mod metadata;
 pub mod server;
 pub mod state;
 pub mod tokens;
 pub mod watcher;
 
 pub use fs_store::FsArtifactStore;
+pub use metadata::LocalMetadataStore;
 pub use state::StateDir;
 pub use tokens::FileTokenStore;
 pub use watcher::{DataDirWatcher, WatchOptions};

@@ -17,11 +17,13 @@
 //! - [`packages`](self::packages): provider packages, under `providers/` and `mirror/`;
 //! - [`releases`](self::releases): SHA256SUMS, manifests and signature verdicts;
 //! - [`keys`](self::keys): signing keys, and re-verification when they change;
+//! - [`pins`](self::pins): immutable versions, the first bytes served pinned for good;
 //! - [`reindex`](self::reindex): the whole store at once, both ways.
 
 mod keys;
 mod modules;
 mod packages;
+pub mod pins;
 mod reindex;
 mod releases;
 
@@ -53,7 +55,13 @@ pub enum IndexOutcome {
 
 pub struct Indexer {
     metadata: Arc<dyn MetadataStore>,
+    /// The store as the registry sees it: pinned keys read as their pinned bytes.
     artifacts: Arc<dyn ArtifactStore>,
+    /// The store as it is, for what was uploaded since.
+    store: Arc<dyn ArtifactStore>,
+    /// False for readers that must not change the registry (`tfreg status`): pins are
+    /// honoured, never made.
+    pins_written: bool,
     /// The registry's own hostname: uploads under `mirror/<it>/` are refused, since the
     /// mirror serves it from signed releases only.
     hostname: Option<Hostname>,
@@ -81,9 +89,12 @@ impl Small {
 
 impl Indexer {
     pub fn new(metadata: Arc<dyn MetadataStore>, artifacts: Arc<dyn ArtifactStore>) -> Self {
+        let pinned = pins::PinnedArtifacts::new(Arc::clone(&metadata), Arc::clone(&artifacts));
         Self {
             metadata,
-            artifacts,
+            artifacts: Arc::new(pinned),
+            store: artifacts,
+            pins_written: true,
             hostname: None,
             limits: PackageLimits::default(),
         }
@@ -92,6 +103,13 @@ impl Indexer {
     /// The registry's own hostname, so uploads under `mirror/<hostname>/` are refused.
     pub fn with_hostname(mut self, hostname: Option<Hostname>) -> Self {
         self.hostname = hostname;
+        self
+    }
+
+    /// Honours existing pins but makes none, and keeps no bytes: for reports that must not
+    /// change the registry.
+    pub fn without_pinning(mut self) -> Self {
+        self.pins_written = false;
         self
     }
 
@@ -140,6 +158,8 @@ impl Indexer {
             }
             Classified::Artifact(artifact) => artifact,
         };
+        // Different bytes under a published version are refused; the version keeps its own.
+        let refused = self.pin_refusal(key, &artifact).await?;
         let problem = match &artifact {
             Artifact::ModuleArchive {
                 address,
@@ -182,18 +202,22 @@ impl Indexer {
             }
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
         };
+        let (lost, served) = self.pin_served(key, &artifact).await?;
         let exists = self.artifacts.head(key).await?.is_some();
         // Something that is there but never read (a link, a FIFO) is refused, with the
         // reason, rather than silently absent.
-        let refused = match exists {
+        let unreadable = match exists || refused.is_some() {
             true => None,
             false => self.artifacts.refusal(key).await?,
         };
-        let problem = problem.filter(|_| exists).or(refused);
+        let problem = refused
+            .or(lost)
+            .or(problem.filter(|_| exists))
+            .or(unreadable);
         self.set_problem(key, problem.clone()).await?;
         Ok(match (exists, problem) {
             (_, Some(reason)) => {
-                tracing::warn!(key, reason, "rejected: this file is never served");
+                tracing::warn!(key, reason, "refused: this file is never served");
                 IndexOutcome::Rejected {
                     key: key.to_owned(),
                     reason,
@@ -204,7 +228,13 @@ impl Indexer {
                 IndexOutcome::Unpublished(artifact)
             }
             (true, None) => {
-                tracing::info!(key, "published {artifact}");
+                match served {
+                    pins::Served::Yes => tracing::info!(key, "published {artifact}"),
+                    pins::Served::No => tracing::info!(
+                        key,
+                        "recorded {artifact}; not served yet (tfreg status says what it waits for)"
+                    ),
+                }
                 IndexOutcome::Published(artifact)
             }
         })

@@ -70,7 +70,7 @@ fn object_key(record: &Record) -> Option<&str> {
         Record::Manifest(r) => Some(&r.key),
         Record::Key(r) => Some(&r.key),
         Record::Problem(r) => Some(&r.key),
-        Record::NamespaceProvider(_) => None,
+        Record::NamespaceProvider(_) | Record::Pin(_) => None,
     }
 }
 

@@ -81,18 +81,18 @@ pub async fn download(
         )
             .into_response());
     }
-    let Some(body) = artifacts.open(&key).await? else {
+    // The URL names the revision that was checked at publish, and that revision is served:
+    // the file itself while it is unchanged, else the bytes the store kept of it (a
+    // published version never changes). Without them, the client must ask again.
+    let body = match revision {
+        Some(revision) => artifacts.open_revision(&key, revision).await?,
+        None => artifacts.open(&key).await?,
+    };
+    let Some(body) = body else {
         return Err(ApiError::NotFound(
-            "this file has been unpublished since the URL was issued".into(),
+            "this file has changed or been unpublished since the URL was issued: ask the registry for a new one".into(),
         ));
     };
-    // The URL names the revision that was checked at publish: a file replaced since is not
-    // what the registry vouched for, so the client must ask the registry again.
-    if revision.is_some_and(|r| r != body.meta.revision) {
-        return Err(ApiError::NotFound(
-            "this file has changed since the URL was issued: ask the registry for a new one".into(),
-        ));
-    }
     Ok((
         [
             (header::CONTENT_TYPE, content_type.to_owned()),

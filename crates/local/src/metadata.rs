@@ -1,0 +1,246 @@
+//! The local shape's index: in memory, rebuilt from the data directory at every start,
+//! except for pins ([`PinRecord`]), which remember what each published version's bytes are
+//! and so must outlive the process. They are kept as one small JSON file each under
+//! `DATA/.tfreg/pins/`, written atomically.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use tfreg_core::memory::MemoryMetadataStore;
+use tfreg_core::store::{partition, PinRecord, Record, RecordId};
+use tfreg_core::{MetadataStore, StoreError};
+
+use crate::fs_store::STATE_DIR_NAME;
+
+/// The folder, in the state folder, that holds the pins.
+pub const PINS_DIR_NAME: &str = "pins";
+
+/// A pin file is a few hundred bytes; anything larger is not one of ours.
+const MAX_PIN_FILE: u64 = 64 * 1024;
+
+/// The in-memory index, with pins persisted in the state folder.
+pub struct LocalMetadataStore {
+    memory: MemoryMetadataStore,
+    dir: PathBuf,
+    /// False for readers that must not change the state (`tfreg status`): pins are read at
+    /// open, and new ones live in memory only.
+    persist: bool,
+}
+
+impl LocalMetadataStore {
+    /// Opens the index of the data directory `data`, loading its pins. A pin file that
+    /// cannot be read stops the start with its path: without it, the registry could serve
+    /// different bytes for a published version.
+    pub fn open(data: &Path, persist: bool) -> Result<Self, StoreError> {
+        let dir = data.join(STATE_DIR_NAME).join(PINS_DIR_NAME);
+        let memory = MemoryMetadataStore::new();
+        let store = Self {
+            memory,
+            dir,
+            persist,
+        };
+        for pin in store.load()? {
+            store.memory.insert(Record::Pin(pin))?;
+        }
+        Ok(store)
+    }
+
+    fn load(&self) -> Result<Vec<PinRecord>, StoreError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(StoreError::with_source(
+                    format!("cannot read {}", self.dir.display()),
+                    e,
+                ))
+            }
+        };
+        let mut pins = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| {
+                StoreError::with_source(format!("cannot read {}", self.dir.display()), e)
+            })?;
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue; // a temporary file of an interrupted write
+            }
+            pins.push(read_pin(&path)?);
+        }
+        Ok(pins)
+    }
+}
+
+/// The file of a slot's pin.
+fn path_of(dir: &Path, slot: &str) -> PathBuf {
+    use sha2::Digest;
+    let name = hex::encode(sha2::Sha256::digest(slot.as_bytes()));
+    dir.join(format!("{name}.json"))
+}
+
+/// Writes a pin under a temporary name, syncs it, then renames it into place. Blocking.
+fn write_pin(dir: &Path, pin: &PinRecord) -> Result<(), StoreError> {
+    let path = path_of(dir, &RecordId::pin(&pin.slot).sort);
+    let failed =
+        |e: std::io::Error| StoreError::with_source(format!("cannot write {}", path.display()), e);
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    let json = serde_json::to_vec_pretty(pin)
+        .map_err(|e| StoreError::with_source("cannot encode a pin", e))?;
+    file.write_all(&json).map_err(failed)?;
+    file.as_file().sync_all().map_err(failed)?;
+    file.persist(&path).map_err(|e| failed(e.error))?;
+    if let Ok(dir) = std::fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+fn read_pin(path: &Path) -> Result<PinRecord, StoreError> {
+    let corrupt = |reason: String| {
+        StoreError::new(format!(
+            "{} is not a readable pin ({reason}); restore it from a backup: it records the bytes a published version was served with",
+            path.display()
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(|e| corrupt(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PIN_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| corrupt(e.to_string()))?;
+    if bytes.len() as u64 > MAX_PIN_FILE {
+        return Err(corrupt("too large".into()));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))
+}
+
+#[async_trait]
+impl MetadataStore for LocalMetadataStore {
+    async fn put(&self, record: Record) -> Result<(), StoreError> {
+        if let (Record::Pin(pin), true) = (&record, self.persist) {
+            let (dir, pin) = (self.dir.clone(), pin.clone());
+            tokio::task::spawn_blocking(move || write_pin(&dir, &pin))
+                .await
+                .map_err(|e| StoreError::with_source("writing a pin stopped", e))??;
+        }
+        self.memory.put(record).await
+    }
+
+    /// The memory store decides who wins; only the winner writes the file.
+    async fn put_new(&self, record: Record) -> Result<bool, StoreError> {
+        if !self.memory.insert_new(record.clone())? {
+            return Ok(false);
+        }
+        if let (Record::Pin(pin), true) = (&record, self.persist) {
+            let (dir, pin) = (self.dir.clone(), pin.clone());
+            let written = tokio::task::spawn_blocking(move || write_pin(&dir, &pin))
+                .await
+                .map_err(|e| StoreError::with_source("writing a pin stopped", e))
+                .and_then(|r| r);
+            if let Err(e) = written {
+                self.memory.delete(&record.id()).await?;
+                return Err(e);
+            }
+        }
+        Ok(true)
+    }
+
+    async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
+        if id.partition == partition::PINS && self.persist {
+            let path = path_of(&self.dir, &id.sort);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StoreError::with_source(
+                        format!("cannot delete {}", path.display()),
+                        e,
+                    ))
+                }
+            }
+        }
+        self.memory.delete(id).await
+    }
+
+    async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError> {
+        self.memory.get(id).await
+    }
+
+    async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
+        self.memory.query(partition).await
+    }
+
+    async fn scan(&self) -> Result<Vec<Record>, StoreError> {
+        self.memory.scan().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pin(slot: &str, sha: &str) -> PinRecord {
+        PinRecord {
+            slot: slot.into(),
+            key: format!("{slot}.tar.gz"),
+            sha256: sha.into(),
+            size: 3,
+            revision: "r1".into(),
+            kept: true,
+            published_at: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn pins_outlive_the_process_and_other_records_do_not() {
+        let data = tempfile::tempdir().unwrap();
+        let store = LocalMetadataStore::open(data.path(), true).unwrap();
+        store
+            .put(Record::Pin(pin("module/a/b/c/1.0.0", "aa")))
+            .await
+            .unwrap();
+        store
+            .put(Record::Pin(pin("module/a/b/c/2.0.0", "bb")))
+            .await
+            .unwrap();
+        store
+            .put(Record::Problem(tfreg_core::store::ProblemRecord {
+                key: "k".into(),
+                problem: "p".into(),
+            }))
+            .await
+            .unwrap();
+        store
+            .delete(&RecordId::pin("module/a/b/c/2.0.0"))
+            .await
+            .unwrap();
+
+        let reopened = LocalMetadataStore::open(data.path(), true).unwrap();
+        let records = reopened.scan().await.unwrap();
+        assert_eq!(records, vec![Record::Pin(pin("module/a/b/c/1.0.0", "aa"))]);
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_does_not_persist_writes_no_pins() {
+        let data = tempfile::tempdir().unwrap();
+        let store = LocalMetadataStore::open(data.path(), false).unwrap();
+        store
+            .put(Record::Pin(pin("module/a/b/c/1.0.0", "aa")))
+            .await
+            .unwrap();
+        assert_eq!(store.scan().await.unwrap().len(), 1);
+        let reopened = LocalMetadataStore::open(data.path(), true).unwrap();
+        assert!(reopened.scan().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_corrupt_pin_stops_the_start_and_names_the_file() {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().join(STATE_DIR_NAME).join(PINS_DIR_NAME);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("x.json"), b"{not json").unwrap();
+        let error = LocalMetadataStore::open(data.path(), true).err().unwrap();
+        assert!(error.to_string().contains("x.json"), "{error}");
+    }
+}
