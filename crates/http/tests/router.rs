@@ -293,17 +293,26 @@ async fn a_download_url_serves_only_the_revision_it_was_issued_for() {
         .to_str()
         .unwrap()
         .to_owned();
-    assert_eq!(
-        get(&g.app, path_and_query(&url)).await.status,
-        StatusCode::OK
-    );
-    // Given the file replaced after the URL was issued (a new revision, not yet checked),
+    let original = get(&g.app, path_and_query(&url)).await;
+    assert_eq!(original.status, StatusCode::OK);
+    // Given the file replaced after the URL was issued (a new revision, not checked),
     g.artifacts.put(
         "modules/acme/network/aws/1.0.0.tar.gz",
         b"replaced".to_vec(),
     );
-    // then the URL no longer serves it: the client asks the registry again.
+    // then the URL still serves the revision it names, never the new bytes.
     let reply = get(&g.app, path_and_query(&url)).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body, original.body);
+    assert_ne!(reply.body, b"replaced");
+    // A URL naming a revision the store does not have is refused: ask the registry again.
+    let forged = g.signer.url_for_revision(
+        &Origin::https(HOST).unwrap(),
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        Some("999"),
+        SystemTime::now(),
+    );
+    let reply = get(&g.app, path_and_query(&forged)).await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     assert!(reply.error().contains("changed"), "{}", reply.error());
 }

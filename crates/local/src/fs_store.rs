@@ -622,6 +622,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn kept_bytes_outlive_a_rewrite_in_place_and_a_delete() {
+        use sha2::Digest;
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        let key = "modules/a/b/c/1.0.0.zip";
+        std::fs::create_dir_all(dir.path().join("modules/a/b/c")).unwrap();
+        std::fs::write(dir.path().join(key), b"original").unwrap();
+        let first = s.head(key).await.unwrap().unwrap().revision;
+        let sha = hex::encode(sha2::Sha256::digest(b"original"));
+
+        assert_eq!(s.keep(key, &first, "00").await.unwrap(), Kept::Changed);
+        assert_eq!(s.keep(key, "other", &sha).await.unwrap(), Kept::Changed);
+        assert_eq!(s.keep(key, &first, &sha).await.unwrap(), Kept::Yes);
+        assert_eq!(
+            s.keep(key, &first, &sha).await.unwrap(),
+            Kept::Yes,
+            "idempotent"
+        );
+
+        // Rewritten in place (what `cp` does), then deleted: the kept revision still reads.
+        std::fs::write(dir.path().join(key), b"changed!").unwrap();
+        let read_at = |revision: String| {
+            let s = s.clone();
+            async move {
+                let mut body = s.open_revision(key, &revision).await.unwrap()?;
+                let mut content = Vec::new();
+                body.reader.read_to_end(&mut content).await.unwrap();
+                Some((content, body.meta.revision))
+            }
+        };
+        assert_eq!(
+            read_at(first.clone()).await,
+            Some((b"original".to_vec(), first.clone()))
+        );
+        let second = s.head(key).await.unwrap().unwrap().revision;
+        assert_eq!(read_at(second.clone()).await.unwrap().0, b"changed!");
+        std::fs::remove_file(dir.path().join(key)).unwrap();
+        assert_eq!(read_at(first.clone()).await.unwrap().0, b"original");
+        assert_eq!(read_at(second).await, None, "never kept");
+        // The kept copies are state: never published under a key of their own.
+        assert!(s.list().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
     async fn links_are_never_followed_out_of_the_root_or_into_state() {
         use std::os::unix::fs::symlink;
         let outside = tempfile::tempdir().unwrap();
