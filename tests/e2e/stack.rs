@@ -112,6 +112,54 @@ fn install_through_the_stack(download_mode: &str) {
     };
     assert_eq!(h1(&mirrored_lock), h1(&lock), "{mirrored_lock}");
 
+    // Given different bytes uploaded later over the published module, a package and the
+    // release's SHA256SUMS (S3 keeps the versions first published),
+    stack.upload(
+        module,
+        &tar_gz(&[("main.tf", "output \"v\" { value = \"changed\" }\n")]),
+    );
+    let own_zip = format!("{dir}/terraform-provider-widget_1.2.0_{own}.zip");
+    let other = provider_release("widget", "9.9.9", &platforms);
+    stack.upload(&own_zip, &other[0].1);
+    let sums_key = format!("{dir}/{sums_name}");
+    stack.upload(&sums_key, &other.last().unwrap().1);
+    stack.deliver(&[module, &own_zip, &sums_key]);
+    // then each is refused with the reason, as `tfreg status` shows,
+    let status = tfreg_with_env(
+        &["status", "--table", &stack.table, "--bucket", &stack.bucket],
+        &stack.env,
+    );
+    for key in [module, own_zip.as_str(), sums_key.as_str()] {
+        let lines: Vec<&str> = status.lines().collect();
+        let refused = lines
+            .windows(2)
+            .any(|w| w[0].trim() == key && w[1].contains("was published with sha256"));
+        assert!(refused, "{key} not refused:\n{status}");
+    }
+    // and Terraform, with the earlier lock file in a fresh directory, installs exactly what
+    // was published first.
+    let again = Terraform::new(
+        &format!("{}{credentials}", host_block(HOST, &stack.url)),
+        &stack.cert,
+    );
+    again.write(
+        "main.tf",
+        &std::fs::read_to_string(tf.dir.path().join("main.tf")).unwrap(),
+    );
+    again.write(".terraform.lock.hcl", &lock);
+    let output = again.init(&[]);
+    assert!(output.contains("Installed"), "{output}\n{}", stack.logs());
+    assert!(
+        again
+            .module_file("net", "main.tf")
+            .contains("value = \"1\""),
+        "the module changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(again.dir.path().join(".terraform.lock.hcl")).unwrap(),
+        lock
+    );
+
     // Every function answered as its own family: the downloads function only in redirect
     // mode, where Terraform's HEAD and GET both went through it.
     let downloads = stack.log("downloads");
