@@ -4,6 +4,7 @@
 mod access;
 mod aws;
 mod hostile;
+mod immutability;
 mod lambda;
 mod modules;
 mod providers;

@@ -18,13 +18,18 @@ pub use raw::{raw_request, raw_until_close, RawResponse};
 pub use static_site::{Page, StaticSite};
 pub use tempfile::TempDir;
 
-/// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder).
+/// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder),
+/// or the one in `TFREG_E2E_BIN_DIR` when set (binaries built elsewhere, e.g. a release
+/// build, or a copy when several checkouts share one target directory).
 pub fn tfreg_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     // Tests run from target/<profile>/deps/, binaries (tfreg-stack) from target/<profile>/.
-    let mut dir = exe.parent().expect("target/<profile>/...");
+    let mut dir = exe.parent().expect("target/<profile>/...").to_path_buf();
     if dir.ends_with("deps") {
-        dir = dir.parent().expect("target/<profile>");
+        dir = dir.parent().expect("target/<profile>").to_path_buf();
+    }
+    if let Some(elsewhere) = std::env::var_os("TFREG_E2E_BIN_DIR") {
+        dir = PathBuf::from(elsewhere);
     }
     let bin = dir.join(format!("tfreg{}", std::env::consts::EXE_SUFFIX));
     assert!(
