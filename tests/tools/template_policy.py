@@ -33,6 +33,9 @@ Checks (see CHECKS at the end):
                            settings, and every route belongs to that API.
   reserved-concurrency     FunctionConcurrencyLimit is every function's reserved concurrency,
                            and 0 reserves none (a reservation of 0 would stop the function).
+  versions-kept            the bucket keeps object versions and no lifecycle rule expires
+                           any (published versions are served from their first object
+                           version, whatever is uploaded over it).
   access-logs              the HTTP API logs to a log group of the template kept for
                            LogRetentionDays, in a one-line JSON format with the agreed fields,
                            $context.path among them, and no header, override, authorizer or
@@ -454,6 +457,30 @@ def check_table_retained(checked):
     return problems or ([] if template.existing("AWS::DynamoDB::Table") else ["no table"])
 
 
+def check_versions_kept(checked):
+    """Published versions are served from their first object version: none may go."""
+    template = checked.template(DEFAULT)
+    buckets = template.existing("AWS::S3::Bucket")
+    if not buckets:
+        return ["the template has no bucket"]
+    problems = []
+    for bucket in buckets:
+        props = template.properties(bucket)
+        status = (props.get("VersioningConfiguration") or {}).get("Status")
+        if status != "Enabled":
+            problems.append(f"{bucket} has versioning {status!r}, not Enabled")
+        rules = (props.get("LifecycleConfiguration") or {}).get("Rules") or []
+        for rule in rules:
+            expiring = [k for k in ("Expiration", "ExpirationInDays", "ExpirationDate",
+                                    "NoncurrentVersionExpiration", "NoncurrentVersionExpirationInDays",
+                                    "NoncurrentVersionTransitions", "NoncurrentVersionTransition",
+                                    "Transitions", "Transition")
+                        if k in rule]
+            if expiring and str(rule.get("Status")) == "Enabled":
+                problems.append(f"{bucket} lifecycle rule {rule.get('Id')!r} has {', '.join(expiring)}")
+    return problems
+
+
 def check_alarm_notifies(checked):
     """With AlarmEmail (or AlarmTopicArn), the dead-letter alarm tells someone."""
     problems = []
@@ -590,6 +617,7 @@ CHECKS = [
     ("access-logs", "access logs without headers or query strings", check_access_logs),
     ("table-retained", "the table (and its tokens) survives stack deletion and replacement", check_table_retained),
     ("alarm-notifies", "the dead-letter alarm notifies AlarmEmail or AlarmTopicArn", check_alarm_notifies),
+    ("versions-kept", "the bucket keeps every object version", check_versions_kept),
 ]
 
 
