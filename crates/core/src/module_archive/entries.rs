@@ -116,7 +116,10 @@ impl Found {
     }
 
     /// The verdict once every entry is known.
-    pub(super) fn summary(self, format: ArchiveFormat) -> Result<ModuleSummary, ModuleArchiveError> {
+    pub(super) fn summary(
+        self,
+        format: ArchiveFormat,
+    ) -> Result<ModuleSummary, ModuleArchiveError> {
         if self.files == 0 && self.links.is_empty() {
             return Err(ModuleArchiveError::Empty);
         }
@@ -215,7 +218,8 @@ pub(super) fn name_refusal(raw: &str) -> Option<ModuleArchiveError> {
 /// `/x`, or a Windows drive (`C:...`).
 fn is_absolute(path: &str) -> bool {
     let bytes = path.as_bytes();
-    path.starts_with('/') || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
+    path.starts_with('/')
+        || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
 }
 
 /// A symbolic link at `segments`, whose target is relative to its folder.
@@ -331,7 +335,10 @@ mod tests {
             ("a\nb", "BadName"),
         ] {
             let error = entry_path(raw).unwrap_err();
-            assert!(format!("{error:?}").starts_with(expected), "{raw:?}: {error:?}");
+            assert!(
+                format!("{error:?}").starts_with(expected),
+                "{raw:?}: {error:?}"
+            );
         }
         assert!(entry_path(&"a".repeat(MAX_NAME_BYTES + 1)).is_err());
     }
@@ -351,7 +358,10 @@ mod tests {
         assert!(with("l", sym("sub/x.tf")).is_ok());
         for target in ["../x", "sub/../../x", "/etc/passwd", ""] {
             assert!(
-                matches!(with("l", sym(target)), Err(ModuleArchiveError::LinkOutside { .. })),
+                matches!(
+                    with("l", sym(target)),
+                    Err(ModuleArchiveError::LinkOutside { .. })
+                ),
                 "{target}"
             );
         }
@@ -377,11 +387,7 @@ mod tests {
             matches!(chain, Err(ModuleArchiveError::LinkChain { .. })),
             "{chain:?}"
         );
-        let through = verdict(&[
-            ("main.tf", file()),
-            ("l", sym("sub")),
-            ("l/x.tf", file()),
-        ]);
+        let through = verdict(&[("main.tf", file()), ("l", sym("sub")), ("l/x.tf", file())]);
         assert!(
             matches!(through, Err(ModuleArchiveError::BeneathLink { .. })),
             "{through:?}"
@@ -405,6 +411,9 @@ mod tests {
             matches!(&folder, Err(ModuleArchiveError::ArchivedFolder { folder }) if folder == "net"),
             "{folder:?}"
         );
-        assert!(matches!(verdict(&[("./", Kind::Folder)]), Err(ModuleArchiveError::Empty)));
+        assert!(matches!(
+            verdict(&[("./", Kind::Folder)]),
+            Err(ModuleArchiveError::Empty)
+        ));
     }
 }

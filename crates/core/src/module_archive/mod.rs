@@ -116,7 +116,9 @@ pub enum ModuleArchiveError {
     ArchivedFolder { folder: String },
     #[error("the entry {name:?} has `..` in its path (Terraform refuses such archives: \"entry contains '..'\")")]
     ParentPath { name: String },
-    #[error("the entry {name:?} has an absolute path; entries must be relative to the module's root")]
+    #[error(
+        "the entry {name:?} has an absolute path; entries must be relative to the module's root"
+    )]
     AbsolutePath { name: String },
     #[error("the entry {name:?} {why}")]
     BadName { name: String, why: &'static str },

@@ -47,7 +47,9 @@ struct Source<'a> {
 
 impl Read for Source<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).inspect_err(|_| self.status.unreadable.set(true))
+        self.inner
+            .read(buf)
+            .inspect_err(|_| self.status.unreadable.set(true))
     }
 }
 
@@ -128,7 +130,9 @@ pub(super) fn check(
         detail,
     };
     let mut head = Vec::with_capacity(512);
-    Positional::new(file, len).take(512).read_to_end(&mut head)?;
+    Positional::new(file, len)
+        .take(512)
+        .read_to_end(&mut head)?;
     if !head.starts_with(&[0x1f, 0x8b]) {
         return Err(not_as_named(what_it_is(&head)));
     }
@@ -152,7 +156,9 @@ pub(super) fn check(
     let error = match failure {
         Failure::Verdict(verdict) => return Err(verdict),
         Failure::Malformed(detail) => {
-            return Err(not_as_named(format!("the tar archive inside is malformed: {detail}")))
+            return Err(not_as_named(format!(
+                "the tar archive inside is malformed: {detail}"
+            )))
         }
         Failure::Stream(e) => e,
     };
@@ -289,7 +295,11 @@ fn describe<R: Read>(entry: &tar::Entry<R>, pending: Pending) -> Result<Describe
     if let Some(pax_size) = pax_size {
         // Unpackers differ on which size wins; an archive where they disagree means two
         // different things to two readers.
-        if std::str::from_utf8(&pax_size).ok().and_then(|s| s.parse::<u64>().ok()) != Some(size) {
+        if std::str::from_utf8(&pax_size)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            != Some(size)
+        {
             return Err(Failure::Malformed(
                 "an entry's PAX size disagrees with its header",
             ));
@@ -297,7 +307,10 @@ fn describe<R: Read>(entry: &tar::Entry<R>, pending: Pending) -> Result<Describe
     }
     let text = |bytes: Vec<u8>, what: &'static str| {
         String::from_utf8(bytes).map_err(|e| ModuleArchiveError::BadName {
-            name: String::from_utf8_lossy(e.as_bytes()).chars().take(200).collect(),
+            name: String::from_utf8_lossy(e.as_bytes())
+                .chars()
+                .take(200)
+                .collect(),
             why: what,
         })
     };
@@ -342,7 +355,6 @@ fn trim_nul(mut bytes: Vec<u8>) -> Vec<u8> {
     }
     bytes
 }
-
 
 fn kind_name(kind: EntryType) -> String {
     match kind {
