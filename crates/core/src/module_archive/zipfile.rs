@@ -115,12 +115,10 @@ fn verdict(
                 None => detail,
             })
         }
-        HashError::UnsafeName(raw) => {
-            name_refusal(&raw).unwrap_or_else(|| ModuleArchiveError::BadName {
-                name: raw,
-                why: "has a path that is not safe to unpack",
-            })
-        }
+        HashError::UnsafeName(raw) => name_refusal(&raw).unwrap_or(ModuleArchiveError::BadName {
+            name: raw,
+            why: "has a path that is not safe to unpack",
+        }),
         HashError::TooManyEntries { .. } => ModuleArchiveError::TooManyEntries {
             max: limits.max_entries,
         },
