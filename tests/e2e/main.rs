@@ -5,6 +5,7 @@ mod access;
 mod aws;
 mod hostile;
 mod lambda;
+mod module_checks;
 mod modules;
 mod providers;
 mod serve;
