@@ -32,7 +32,7 @@ pub(super) struct Found {
     /// Every entry's normalised path, for the checks that need them all.
     paths: Vec<(String, String)>,
     links: BTreeMap<String, Link>,
-    /// The first path segment of every entry Terraform does not ignore.
+    /// The first path segment of every entry, but hidden ones.
     top: BTreeSet<String>,
     /// True when some file or link sits at the root (so the root is not one folder).
     root_entries: bool,
@@ -98,8 +98,10 @@ impl Found {
                 self.links.insert(path.clone(), link);
             }
         }
+        // Hidden files and folders (`.DS_Store`, `.git/`) and macOS's `__MACOSX/` do not
+        // count when telling whether everything sits under one folder.
         let first = segments[0];
-        let ignored = first == "__MACOSX" || (segments.len() == 1 && is_ignored(first));
+        let ignored = first == "__MACOSX" || is_ignored(first);
         if !ignored {
             self.top.insert(first.to_owned());
             if segments.len() == 1 && !matches!(kind, Kind::Folder) {
@@ -405,6 +407,7 @@ mod tests {
             ("net/", Kind::Folder),
             ("net/main.tf", file()),
             (".DS_Store", file()),
+            (".git/config", file()),
             ("__MACOSX/net/._main.tf", file()),
         ]);
         assert!(

@@ -83,6 +83,7 @@ impl Default for ModuleLimits {
 /// What a module archive that passed holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleSummary {
+    /// The format it was checked as.
     pub format: ArchiveFormat,
     /// Files, folders and links.
     pub entries: usize,
