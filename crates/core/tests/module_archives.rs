@@ -182,6 +182,14 @@ fn modules_as_publishers_pack_them_pass() {
     assert!(verdict(ArchiveFormat::TarGz, &with_link, &ModuleLimits::default()).is_ok());
     let long_named = tar_gz(&[("main.tf", MAIN), (&long, b"")]);
     assert!(verdict(ArchiveFormat::TarGz, &long_named, &ModuleLimits::default()).is_ok());
+    // Concatenated gzip members (`pigz`, appended streams) read as one, as Go's gzip does.
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = Header::new_gnu();
+    header.set_size(MAIN.len() as u64);
+    builder.append_data(&mut header, "main.tf", MAIN).unwrap();
+    let tar = builder.into_inner().unwrap();
+    let members = [gzip(&tar[..700]), gzip(&tar[700..])].concat();
+    assert!(verdict(ArchiveFormat::TarGz, &members, &ModuleLimits::default()).is_ok());
 }
 
 #[test]

@@ -39,14 +39,20 @@ struct Status {
     expanded: Cell<u64>,
 }
 
-/// The file, noting when reading it fails.
+/// The file, noting when reading it fails. It watches the deadline too: the decoder may
+/// read a long way without expanding a byte (a run of empty gzip members).
 struct Source<'a> {
     inner: Positional<'a>,
     status: &'a Status,
+    deadline: Deadline,
 }
 
 impl Read for Source<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.deadline.passed() {
+            self.status.stop.set(Some(Stop::TimedOut));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "out of time"));
+        }
         self.inner
             .read(buf)
             .inspect_err(|_| self.status.unreadable.set(true))
@@ -140,6 +146,7 @@ pub(super) fn check(
     let source = Source {
         inner: Positional::new(file, len),
         status: &status,
+        deadline,
     };
     let meter = Meter {
         inner: MultiGzDecoder::new(source),
