@@ -105,6 +105,8 @@ fn verdict(
     match e {
         HashError::Io(e) => ModuleArchiveError::Io(e),
         HashError::Zip(detail) => {
+            // Said once is enough: "not a zip archive, as the .zip name says: ...".
+            let detail = detail.trim_end_matches(": not a zip archive").to_owned();
             let mut head = Vec::with_capacity(512);
             let hint = match Positional::new(file, len).take(512).read_to_end(&mut head) {
                 Ok(_) => what_it_is(&head),
