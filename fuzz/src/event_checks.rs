@@ -66,6 +66,18 @@ const FILES: [(&str, &[u8]); 8] = [
     ),
 ];
 
+/// A module archive that passes the indexer's checks, told apart by `content` (its
+/// `main.tf`'s comment), under a module key; any other file's content as is.
+fn as_published(key: &str, content: &[u8]) -> Vec<u8> {
+    match tfreg_core::layout::ArchiveFormat::split(key) {
+        Some((_, format)) if key.starts_with("modules/") => {
+            let main = [b"# ", content].concat();
+            tfreg_core::module_archive::archive_of(format, &[("main.tf", &main)])
+        }
+        _ => content.to_vec(),
+    }
+}
+
 /// One runtime for every input: building one per input would dominate the fuzzer's time.
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -88,7 +100,7 @@ impl World {
         let signer = Arc::new(UrlSigner::new(vec![9; 32], Duration::from_secs(300)));
         let artifacts = Arc::new(MemoryArtifactStore::new(signer));
         for (key, content) in FILES {
-            artifacts.put(key, content);
+            artifacts.put(key, as_published(key, content));
         }
         World {
             metadata: Arc::new(MemoryMetadataStore::new()),

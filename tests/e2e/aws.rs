@@ -111,7 +111,7 @@ async fn uploads_are_indexed_into_dynamodb_and_served_from_presigned_urls() {
     let files = [
         (
             "modules/acme/network/aws/1.0.0.tar.gz".to_owned(),
-            b"module v1".to_vec(),
+            tfreg_e2e::tar_gz(&[("main.tf", "# v1")]),
         ),
         (
             format!("{dir}/terraform-provider-widget_1.0.0_linux_amd64.zip"),
@@ -181,10 +181,10 @@ async fn uploads_are_indexed_into_dynamodb_and_served_from_presigned_urls() {
         .unwrap();
     aws.upload(
         "modules/acme/network/aws/1.0.0.tar.gz",
-        b"module v1, rewritten".to_vec(),
+        tfreg_e2e::tar_gz(&[("main.tf", "# v1, rewritten")]),
     )
     .await;
-    assert_eq!(fetch(&url).await, b"module v1");
+    assert_eq!(fetch(&url).await, files[0].1);
 
     // Deleting a file unpublishes what it carried.
     aws.s3
@@ -324,7 +324,7 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
     let dir2 = "providers/acme/widget/2.0.0";
     let module = "modules/acme/network/aws/1.0.0.tar.gz";
     for (key, content) in [
-        (module.to_owned(), b"module".to_vec()),
+        (module.to_owned(), tfreg_e2e::tar_gz(&[("main.tf", "")])),
         (
             format!("{dir}/terraform-provider-widget_1.0.0_linux_amd64.zip"),
             fixture("terraform-provider-widget_1.0.0_linux_amd64.zip"),

@@ -362,7 +362,20 @@ fn hostile_requests_get_json_errors_and_never_a_5xx() {
 fn a_refusal_never_lands_inside_a_response_being_sent() {
     // Given a large archive and a pipelined pair: its download, then a malformed head,
     let data = TempDir::new().unwrap();
-    let archive: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    // (A module archive the registry accepts: its blob barely compresses.)
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let blob: Vec<u8> = (0..4 * 1024 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let archive = tfreg_core::module_archive::archive_of(
+        tfreg_core::module_archive::ArchiveFormat::TarGz,
+        &[("main.tf", b""), ("blob.bin", &blob)],
+    );
     publish(data.path(), "modules/acme/big/aws/1.0.0.tar.gz", &archive);
     let server = Server::start(data.path(), &[]);
     let reply = server

@@ -6,6 +6,7 @@ mod aws;
 mod hostile;
 mod immutability;
 mod lambda;
+mod module_checks;
 mod modules;
 mod providers;
 mod serve;

@@ -16,6 +16,7 @@ pub mod hash;
 pub mod index;
 pub mod layout;
 pub mod memory;
+pub mod module_archive;
 pub mod names;
 pub mod protocol;
 pub mod providers;

@@ -276,6 +276,12 @@ mod tests {
         ModuleAddress::parse(p[0], p[1], p[2]).unwrap()
     }
 
+    /// A module archive that passes the checks, in `key`'s format.
+    fn module(key: &str) -> Vec<u8> {
+        let (_, format) = crate::layout::ArchiveFormat::split(key).unwrap();
+        crate::module_archive::archive_of(format, &[("main.tf", b"")])
+    }
+
     async fn versions(w: &World, a: &str) -> Vec<String> {
         match w.registry.module_versions(&Access::All, &addr(a)).await {
             Ok(v) => v.modules[0]
@@ -301,7 +307,7 @@ mod tests {
         assert!(versions(&w, "acme/network/aws").await.is_empty());
         // ... when the objects exist and every event is replayed twice, in reverse,
         for key in keys {
-            w.artifacts.put(key, b"archive".to_vec());
+            w.artifacts.put(key, module(key));
         }
         for key in keys.iter().rev().chain(keys.iter()) {
             w.indexer.index_key(key).await.unwrap();
@@ -322,7 +328,7 @@ mod tests {
         use sha2::Digest;
         assert_eq!(
             archive.sha256,
-            hex::encode(sha2::Sha256::digest(b"archive"))
+            hex::encode(sha2::Sha256::digest(module(keys[0])))
         );
 
         // A stale "created" event for a deleted object unpublishes it.
@@ -341,7 +347,7 @@ mod tests {
         let origin = Origin::https("reg.example:443").unwrap();
         let v = Version::parse("1.0.0").unwrap();
         for key in ["modules/a/b/c/1.0.0.zip", "modules/a/b/c/1.0.0.tar.gz"] {
-            w.artifacts.put(key, b"x".to_vec());
+            w.artifacts.put(key, module(key));
             w.indexer.index_key(key).await.unwrap();
         }
         let url = w
@@ -393,7 +399,8 @@ mod tests {
     #[tokio::test]
     async fn unknown_modules_and_versions_are_not_found() {
         let w = world();
-        w.artifacts.put("modules/a/b/c/1.0.0.tgz", b"x".to_vec());
+        let key = "modules/a/b/c/1.0.0.tgz";
+        w.artifacts.put(key, module(key));
         w.indexer.reindex_all(|_, _| {}).await.unwrap();
         let missing = Version::parse("9.9.9").unwrap();
         let err = w

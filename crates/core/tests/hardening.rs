@@ -6,6 +6,7 @@ use std::io::Write;
 
 use tfreg_core::hash::PackageLimits;
 use tfreg_core::index::{Change, ChangeKind};
+use tfreg_core::module_archive::{archive_of, ArchiveFormat};
 use tfreg_core::store::{partition, Record, RecordId};
 use tfreg_core::tokens::Access;
 use tfreg_core::{
@@ -276,8 +277,9 @@ async fn reindex_unpublishes_what_was_deleted_without_an_event_and_reports_it() 
         .await;
     let v1_key = "modules/acme/network/aws/1.0.0.tar.gz";
     let v2_key = "modules/acme/network/aws/2.0.0.tar.gz";
-    world.put(v1_key, b"one".to_vec()).await;
-    world.put(v2_key, b"two".to_vec()).await;
+    let archive = |main: &[u8]| archive_of(ArchiveFormat::TarGz, &[("main.tf", main)]);
+    world.put(v1_key, archive(b"# one")).await;
+    world.put(v2_key, archive(b"# two")).await;
     // Given a module version and the signing key deleted with their events lost,
     world.artifacts.delete(v2_key);
     world.artifacts.delete("keys/acme/release.asc");

@@ -500,7 +500,11 @@ async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
     let inner = Arc::new(MemoryArtifactStore::new(signer));
     let key = "modules/acme/network/aws/1.0.0.tar.gz";
-    inner.put(key, b"module".to_vec());
+    let module = tfreg_core::module_archive::archive_of(
+        tfreg_core::module_archive::ArchiveFormat::TarGz,
+        &[("main.tf", b"")],
+    );
+    inner.put(key, module);
     // The object disappears after the indexer's second look (the one it decides on).
     let store = Arc::new(Interleaved::new(inner, key));
     *store.heads_until_delete.lock().unwrap() = 2;

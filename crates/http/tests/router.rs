@@ -35,7 +35,7 @@ async fn given_with(files: &[(&str, &[u8])], private: bool) -> Given {
     let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
     let metadata = Arc::new(MemoryMetadataStore::new());
     for (key, content) in files {
-        artifacts.put(key, content.to_vec());
+        artifacts.put(key, as_published(key, content));
     }
     Indexer::new(metadata.clone(), artifacts.clone())
         .reindex_all(|_, _| {})
@@ -50,6 +50,18 @@ async fn given_with(files: &[(&str, &[u8])], private: bool) -> Given {
         artifacts,
         signer,
         tokens,
+    }
+}
+
+/// A module archive that passes the registry's checks, told apart by `content` (its
+/// `main.tf`'s comment), under a module key; any other file's content as is.
+fn as_published(key: &str, content: &[u8]) -> Vec<u8> {
+    match tfreg_core::layout::ArchiveFormat::split(key) {
+        Some((_, format)) if key.starts_with("modules/") => {
+            let main = [b"# ", content].concat();
+            tfreg_core::module_archive::archive_of(format, &[("main.tf", &main)])
+        }
+        _ => content.to_vec(),
     }
 }
 
@@ -216,11 +228,15 @@ async fn download_answers_204_with_an_absolute_self_authorising_url() {
     // GET and HEAD both work on it, without credentials.
     let fetched = get(&g.app, path_and_query(&url)).await;
     assert_eq!(fetched.status, StatusCode::OK);
-    assert_eq!(fetched.body, b"one-two");
+    let published = as_published("modules/acme/network/aws/1.2.0.tar.gz", b"one-two");
+    assert_eq!(fetched.body, published);
     assert_eq!(fetched.headers[header::CONTENT_TYPE], "application/gzip");
     let head = send(&g.app, Method::HEAD, path_and_query(&url)).await;
     assert_eq!(head.status, StatusCode::OK);
-    assert_eq!(head.headers[header::CONTENT_LENGTH], "7");
+    assert_eq!(
+        head.headers[header::CONTENT_LENGTH],
+        published.len().to_string().as_str()
+    );
     assert!(head.body.is_empty());
 
     let zip = get(&g.app, "/v1/modules/acme/dns/azure/0.1.0/download").await;
@@ -229,7 +245,10 @@ async fn download_answers_204_with_an_absolute_self_authorising_url() {
         url.split('?').next().unwrap().ends_with("/0.1.0.zip"),
         "{url}"
     );
-    assert_eq!(get(&g.app, path_and_query(url)).await.body, b"zip");
+    assert_eq!(
+        get(&g.app, path_and_query(url)).await.body,
+        as_published("modules/acme/dns/azure/0.1.0.zip", b"zip")
+    );
 }
 
 #[tokio::test]

@@ -28,6 +28,12 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// A module archive that passes the indexer's checks.
+fn module() -> Vec<u8> {
+    use tfreg_core::module_archive::{archive_of, ArchiveFormat};
+    archive_of(ArchiveFormat::TarGz, &[("main.tf", b"")])
+}
+
 fn config() -> Config {
     Config::from_lookup(|name| {
         match name {
@@ -77,7 +83,7 @@ impl World {
         let linux = "terraform-provider-widget_1.0.0_linux_amd64.zip";
         world
             .artifacts
-            .put("modules/acme/network/aws/1.0.0.tar.gz", b"module".to_vec());
+            .put("modules/acme/network/aws/1.0.0.tar.gz", module());
         world
             .artifacts
             .put(&format!("{dir}/{linux}"), fixture(linux));
@@ -208,7 +214,7 @@ async fn s3_events_drive_the_indexer() {
         decode_event_key("modules/a/b/c/my+file.zip").unwrap(),
         "modules/a/b/c/my file.zip"
     );
-    world.artifacts.put(key, b"module 1.1.0".to_vec());
+    world.artifacts.put(key, module());
     let outcomes = handle_s3_event(&indexer, "tfreg-artifacts", event("s3-put-module"))
         .await
         .unwrap();

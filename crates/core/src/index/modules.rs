@@ -1,18 +1,30 @@
-//! Module archives: recorded with their size, revision and SHA-256.
+//! Module archives: checked as `terraform init` would unpack them ([`crate::module_archive`]),
+//! then recorded with their size, revision and SHA-256. A version whose archive fails the
+//! check is never offered: its record is deleted and the reason becomes its problem record.
+//!
+//! Each revision is checked once: a replayed event for a recorded revision reads only the
+//! record. A refused revision is checked again on its next event, which is cheap, since
+//! every check is bounded by [`ModuleLimits`].
 
-use tokio::io::AsyncReadExt;
+use std::fs::File;
+use std::io::SeekFrom;
 
-use super::{sha256_of, Indexer};
+use super::Indexer;
 use crate::layout::ArchiveFormat;
+use crate::module_archive::{self, ModuleArchiveError, ModuleLimits};
 use crate::names::ModuleAddress;
-use crate::store::{ModuleArchive, Record, RecordId, StoreError};
+use crate::store::{ArtifactStore, ModuleArchive, ObjectMeta, Record, RecordId, StoreError};
 use crate::version::Version;
 
 /// The largest module archive published (real ones are kilobytes to a few megabytes).
 pub const MAX_MODULE_ARCHIVE_BYTES: u64 = 1024 * 1024 * 1024;
 
+/// A verdict on an archive (`Ok(Err(reason))`), or a store failure (`Err`).
+type Verdict<T> = Result<Result<T, String>, StoreError>;
+
 impl Indexer {
-    /// Records a module archive, or forgets it when it is gone. Returns the problem, if any.
+    /// Records a module archive, or forgets it when it is gone or refused. Returns the
+    /// problem, if any.
     pub(super) async fn index_module(
         &self,
         key: &str,
@@ -21,47 +33,136 @@ impl Indexer {
         format: ArchiveFormat,
     ) -> Result<Option<String>, StoreError> {
         let id = RecordId::module_archive(address, version, key);
-        let Some(body) = self.artifacts.open(key).await? else {
+        let Some(meta) = self.artifacts.head(key).await? else {
             self.metadata.delete(&id).await?;
             return Ok(None);
         };
-        let meta = body.meta.clone();
-        if meta.size > MAX_MODULE_ARCHIVE_BYTES {
-            self.metadata.delete(&id).await?;
-            return Ok(Some(format!(
-                "the archive is {} bytes, more than the {MAX_MODULE_ARCHIVE_BYTES} a module archive may have",
-                meta.size
-            )));
+        if let Some(Record::ModuleArchive(known)) = self.metadata.get(&id).await? {
+            if known.revision == meta.revision {
+                return Ok(None); // checked and recorded already
+            }
         }
-        // A checksum of what was published, read once per revision.
-        let known = match self.metadata.get(&id).await? {
-            Some(Record::ModuleArchive(a)) if a.revision == meta.revision => Some(a.sha256),
-            _ => None,
-        };
-        let sha256 = match known {
-            Some(sha256) => sha256,
-            None => {
-                let (sha256, read) = sha256_of(body.reader.take(MAX_MODULE_ARCHIVE_BYTES + 1))
-                    .await
-                    .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
-                if read != meta.size {
-                    // Still being written: its next event (or the next rescan) reads it again.
-                    return Ok(Some("the file changed while it was being read".into()));
-                }
-                sha256
+        let opened = match open_archive(self.artifacts.as_ref(), key).await? {
+            Ok(Some(opened)) => opened,
+            Ok(None) => {
+                self.metadata.delete(&id).await?;
+                return Ok(None);
+            }
+            Err(reason) => {
+                self.metadata.delete(&id).await?;
+                return Ok(Some(reason));
             }
         };
+        if let Err(reason) = check(&opened.file, format).await? {
+            self.metadata.delete(&id).await?;
+            return Ok(Some(reason));
+        }
+        let (sha256, read) = sha256_of(&opened.file).await?;
+        // A file that changed while it was read is being written: its next event (or the
+        // next rescan) checks the final content.
+        if read != opened.meta.size
+            || self.artifacts.head(key).await?.as_ref() != Some(&opened.meta)
+        {
+            return Ok(Some("the file changed while it was being read".into()));
+        }
         self.metadata
             .put(Record::ModuleArchive(ModuleArchive {
                 address: address.clone(),
                 version: version.clone(),
                 key: key.to_owned(),
                 format,
-                size: meta.size,
-                revision: meta.revision,
+                size: opened.meta.size,
+                revision: opened.meta.revision,
                 sha256,
             }))
             .await?;
         Ok(None)
     }
+}
+
+/// An archive opened for checking: the store's own file, or a spooled copy of a remote one.
+struct Opened {
+    file: File,
+    meta: ObjectMeta,
+    /// Keeps a spooled copy alive (and deletes it after).
+    _spool: Option<tempfile::NamedTempFile>,
+}
+
+fn too_large(size: u64) -> String {
+    format!(
+        "the archive is {size} bytes, more than the {MAX_MODULE_ARCHIVE_BYTES} a module archive may have"
+    )
+}
+
+/// Opens an archive in place when the store keeps local files, else spools a copy of at
+/// most [`MAX_MODULE_ARCHIVE_BYTES`] into a temporary file (the zip reader needs to seek).
+async fn open_archive(artifacts: &dyn ArtifactStore, key: &str) -> Verdict<Option<Opened>> {
+    let max = MAX_MODULE_ARCHIVE_BYTES;
+    if let Some((file, meta)) = artifacts.open_local(key).await? {
+        if meta.size > max {
+            return Ok(Err(too_large(meta.size)));
+        }
+        return Ok(Ok(Some(Opened {
+            file,
+            meta,
+            _spool: None,
+        })));
+    }
+    let Some(mut body) = artifacts.open(key).await? else {
+        return Ok(Ok(None));
+    };
+    if body.meta.size > max {
+        return Ok(Err(too_large(body.meta.size)));
+    }
+    let temporary = |e| StoreError::with_source("cannot write a temporary file", e);
+    let spool = tempfile::NamedTempFile::new().map_err(temporary)?;
+    let mut writer = tokio::fs::File::from_std(spool.reopen().map_err(temporary)?);
+    let mut limited = tokio::io::AsyncReadExt::take(&mut body.reader, max + 1);
+    let copied = tokio::io::copy(&mut limited, &mut writer)
+        .await
+        .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
+    tokio::io::AsyncWriteExt::flush(&mut writer)
+        .await
+        .map_err(temporary)?;
+    if copied > max {
+        return Ok(Err(too_large(copied)));
+    }
+    if copied != body.meta.size {
+        // Replaced while it was read: its next event reads it again.
+        return Ok(Err("the file changed while it was being read".into()));
+    }
+    Ok(Ok(Some(Opened {
+        file: spool.reopen().map_err(temporary)?,
+        meta: body.meta,
+        _spool: Some(spool),
+    })))
+}
+
+/// Checks an archive on a blocking thread.
+async fn check(file: &File, format: ArchiveFormat) -> Verdict<()> {
+    let file = file
+        .try_clone()
+        .map_err(|e| StoreError::with_source("cannot reopen a module archive", e))?;
+    let work = move || module_archive::check(&file, format, &ModuleLimits::default());
+    let verdict = tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::with_source("checking a module archive stopped", e))?;
+    match verdict {
+        Ok(_) => Ok(Ok(())),
+        Err(ModuleArchiveError::Io(e)) => {
+            Err(StoreError::with_source("cannot read a module archive", e))
+        }
+        Err(verdict) => Ok(Err(verdict.to_string())),
+    }
+}
+
+/// The SHA-256 (hex) of an opened archive, and how many bytes it read.
+async fn sha256_of(file: &File) -> Result<(String, u64), StoreError> {
+    let failed = |e| StoreError::with_source("cannot read a module archive", e);
+    let mut file = tokio::fs::File::from_std(file.try_clone().map_err(failed)?);
+    tokio::io::AsyncSeekExt::seek(&mut file, SeekFrom::Start(0))
+        .await
+        .map_err(failed)?;
+    let limited = tokio::io::AsyncReadExt::take(file, MAX_MODULE_ARCHIVE_BYTES + 1);
+    super::sha256_of(limited).await.map_err(failed)
 }

@@ -1,0 +1,206 @@
+//! Module archives, checked before they are offered: what `terraform init` would unpack, read
+//! as a stream with bounded memory and time.
+//!
+//! A module version is a `.tar.gz`/`.tgz` (a gzip-compressed tar) or a `.zip` of the module's
+//! files. [`check`] refuses, each with its own reason (the error's `Display`, shown to the
+//! publisher by `tfreg status` and the logs):
+//!
+//! - an archive that does not open as its name says (random bytes, a text file, a zip named
+//!   `.tar.gz`), or is empty;
+//! - an archive without Terraform configuration (`*.tf` or `*.tf.json`) at its root, with
+//!   "archive the folder's contents, not the folder" when everything sits under one folder;
+//! - an entry whose path holds `..`, is absolute, uses backslashes or control characters, or
+//!   lies beneath a link; a symbolic or hard link pointing outside the archive;
+//! - devices, FIFOs and other special entries: Terraform would unpack them as empty files,
+//!   never what the publisher meant;
+//! - archive bombs: [`ModuleLimits`] caps the expanded size, the entry count, the compression
+//!   ratio and the time one check may take.
+//!
+//! Memory stays bounded: tar entries are read as a stream (no entry is buffered whole, and
+//! extension headers are read up to [`MAX_NAME_BYTES`]); a zip's listing is checked by
+//! [`crate::hash::h1_of_package`] (its end records, a metered listing, overlapping entries)
+//! before the zip library is trusted with it. What is kept is one path per entry, each at most
+//! [`MAX_NAME_BYTES`], for the link checks at the end.
+
+mod entries;
+mod reader;
+mod targz;
+mod zipfile;
+
+use std::fs::File;
+use std::path::Path;
+use std::time::Duration;
+
+pub use crate::layout::ArchiveFormat;
+
+const MIB: u64 = 1024 * 1024;
+
+/// The longest entry path (and link target) accepted, in bytes: far beyond any real module's,
+/// and what bounds the memory kept per entry.
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// Archives (or zip entries) that expand to at most this much are never refused for their
+/// compression ratio: small files of repeated text compress far beyond any sane cap.
+pub const RATIO_FLOOR_BYTES: u64 = MIB;
+
+/// How much work checking one module archive may cost.
+///
+/// Real modules are kilobytes of `.tf` files, sometimes with a few megabytes of templates,
+/// policies or bundled function code; the defaults leave a wide margin above that and stop
+/// bombs long before they cost a publisher's or a user's disk:
+///
+/// | limit | default | why |
+/// |---|---|---|
+/// | `max_expanded_bytes` | 512 MiB | every `terraform init` unpacks it; the largest real modules (with bundled Lambda code) stay well under 100 MiB |
+/// | `max_entries` | 10,000 | modules hold tens to hundreds of files; thousands when vendoring code |
+/// | `max_ratio` | 200 | text compresses 5-20:1, only crafted data reaches hundreds (checked once more than [`RATIO_FLOOR_BYTES`] is expanded) |
+/// | `max_duration` | 120 s | reading 512 MiB takes seconds; a busy host gets a wide margin |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleLimits {
+    /// Most bytes the archive may expand to: for a gzip tar, the whole tar stream; for a
+    /// zip, its files.
+    pub max_expanded_bytes: u64,
+    /// Most entries (files, folders and links).
+    pub max_entries: usize,
+    /// Highest expanded:compressed ratio, of the whole tar stream or of each zip entry,
+    /// once more than [`RATIO_FLOOR_BYTES`] is expanded.
+    pub max_ratio: u64,
+    /// How long checking one archive may take.
+    pub max_duration: Duration,
+}
+
+impl Default for ModuleLimits {
+    fn default() -> Self {
+        Self {
+            max_expanded_bytes: 512 * MIB,
+            max_entries: 10_000,
+            max_ratio: 200,
+            max_duration: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What a module archive that passed holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSummary {
+    /// The format it was checked as.
+    pub format: ArchiveFormat,
+    /// Files, folders and links.
+    pub entries: usize,
+    /// Regular files.
+    pub files: usize,
+    /// The files' sizes added up.
+    pub file_bytes: u64,
+    /// Terraform configuration files (`*.tf`, `*.tf.json`) at the root.
+    pub configuration_files: usize,
+}
+
+/// Why a module archive is refused. `Display` is the reason a publisher reads; every variant
+/// is a verdict on the file except [`ModuleArchiveError::Io`], a failure to read it.
+#[derive(Debug, thiserror::Error)]
+pub enum ModuleArchiveError {
+    #[error("cannot read the archive: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{name:?} is not a module archive name: it must end in .tar.gz, .tgz or .zip")]
+    UnknownFormat { name: String },
+    #[error("not a {kind}, as the {suffix} name says: {detail}")]
+    NotAsNamed {
+        kind: &'static str,
+        suffix: &'static str,
+        detail: String,
+    },
+    #[error("the archive is empty: a module archive holds the module's files, with its .tf files at the root")]
+    Empty,
+    #[error("the archive holds no Terraform configuration (*.tf or *.tf.json) at its root, where Terraform looks for it")]
+    NoConfiguration,
+    #[error("everything in the archive sits under one folder, {folder:?}, and Terraform reads the module from the archive's root: archive the folder's contents, not the folder (e.g. `tar -czf module.tar.gz -C {folder} .`)")]
+    ArchivedFolder { folder: String },
+    #[error("the entry {name:?} has `..` in its path (Terraform refuses such archives: \"entry contains '..'\")")]
+    ParentPath { name: String },
+    #[error(
+        "the entry {name:?} has an absolute path; entries must be relative to the module's root"
+    )]
+    AbsolutePath { name: String },
+    #[error("the entry {name:?} {why}")]
+    BadName { name: String, why: &'static str },
+    #[error("the link {name:?} points outside the archive, to {target:?}; archive the file itself (tar -h follows links)")]
+    LinkOutside { name: String, target: String },
+    #[error("the link {name:?} points to {target:?} through the link {through:?}, so where it ends cannot be told from the archive (it may lie outside)")]
+    LinkChain {
+        name: String,
+        target: String,
+        through: String,
+    },
+    #[error("the entry {name:?} lies beneath the link {link:?}: unpacking it would write through the link")]
+    BeneathLink { name: String, link: String },
+    #[error("the entry {name:?} is a {kind}; a module archive holds only files, folders and links within it")]
+    Unsupported { name: String, kind: String },
+    #[error("the archive expands to more than {max} bytes, the most a module may hold")]
+    TooLarge { max: u64 },
+    #[error("the archive holds more than {max} entries, the most a module may have")]
+    TooManyEntries { max: usize },
+    #[error("{what} expands {ratio} times its compressed size (at most {max} allowed): a compression bomb")]
+    Ratio { what: String, ratio: u64, max: u64 },
+    #[error("the zip's entries overlap each other (the shape of a compression bomb)")]
+    Overlap,
+    #[error("the zip's listing is larger than a module's may be (crafted end records, or far more entries than allowed)")]
+    ListingTooLarge,
+    #[error("checking the archive took longer than {0:?}, the most one archive may take (if the host was busy, publish the file again or reindex to retry)")]
+    TimedOut(Duration),
+}
+
+impl ModuleArchiveError {
+    /// True when reading failed rather than the file: worth retrying, not a verdict.
+    pub fn is_io(&self) -> bool {
+        matches!(self, ModuleArchiveError::Io(_))
+    }
+}
+
+/// Checks an open module archive of `format` within `limits`, reading it by position from
+/// its start: the caller's handle is what is checked, whatever happens to its path.
+/// Synchronous and CPU-bound: async callers run it on a blocking thread.
+pub fn check(
+    file: &File,
+    format: ArchiveFormat,
+    limits: &ModuleLimits,
+) -> Result<ModuleSummary, ModuleArchiveError> {
+    let deadline = reader::Deadline::new(limits.max_duration);
+    let len = file.metadata()?.len();
+    let found = match format {
+        ArchiveFormat::TarGz | ArchiveFormat::Tgz => {
+            targz::check(file, len, format, limits, deadline)?
+        }
+        ArchiveFormat::Zip => zipfile::check(file, len, limits, deadline)?,
+    };
+    found.summary(format)
+}
+
+/// Checks the module archive at `path`, its format taken from its name (`.tar.gz`, `.tgz`,
+/// `.zip`): what `tfreg publish` runs before uploading.
+pub fn check_path(path: &Path, limits: &ModuleLimits) -> Result<ModuleSummary, ModuleArchiveError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some((_, format)) = ArchiveFormat::split(&name.to_ascii_lowercase()) else {
+        return Err(ModuleArchiveError::UnknownFormat { name });
+    };
+    let file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(ModuleArchiveError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    check(&file, format, limits)
+}
+
+/// A module archive of `files` (path, content; a path ending in `/` is a folder), for tests
+/// and fuzzing: what a publisher's `tar -czf` or `zip -r` would make.
+#[doc(hidden)]
+pub fn archive_of(format: ArchiveFormat, files: &[(&str, &[u8])]) -> Vec<u8> {
+    match format {
+        ArchiveFormat::TarGz | ArchiveFormat::Tgz => targz::archive_of(files),
+        ArchiveFormat::Zip => zipfile::archive_of(files),
+    }
+}
