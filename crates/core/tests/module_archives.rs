@@ -171,15 +171,8 @@ fn modules_as_publishers_pack_them_pass() {
         ("./modules/a/main.tf", b""),
     ]);
     assert!(verdict(ArchiveFormat::Tgz, &dotted, &ModuleLimits::default()).is_ok());
-    // A link to a file within the archive, and a long name (a GNU long-name header).
+    // A long name (a GNU long-name header).
     let long = format!("modules/{}/main.tf", "deep/".repeat(40));
-    let with_link = raw_tar(&[
-        file("main.tf", MAIN),
-        file("shared/versions.tf", b""),
-        link("versions.tf", EntryType::Symlink, "shared/versions.tf"),
-        link("copy.tf", EntryType::Link, "main.tf"),
-    ]);
-    assert!(verdict(ArchiveFormat::TarGz, &with_link, &ModuleLimits::default()).is_ok());
     let long_named = tar_gz(&[("main.tf", MAIN), (&long, b"")]);
     assert!(verdict(ArchiveFormat::TarGz, &long_named, &ModuleLimits::default()).is_ok());
     // Concatenated gzip members (`pigz`, appended streams) read as one, as Go's gzip does.
@@ -433,6 +426,31 @@ fn entries_that_would_unpack_outside_the_module_are_refused() {
         text.contains("the link \"x.tf\" points outside the archive"),
         "{text}"
     );
+    // Links within the archive too: Terraform would not unpack them as links.
+    for (kind, name) in [
+        (EntryType::Symlink, "versions.tf"),
+        (EntryType::Link, "copy.tf"),
+    ] {
+        let with_link = raw_tar(&[
+            file("main.tf", MAIN),
+            file("shared/versions.tf", b""),
+            link(name, kind, "shared/versions.tf"),
+        ]);
+        let text = refusal(ArchiveFormat::TarGz, &with_link).to_string();
+        assert!(
+            text.contains(&format!(
+                "the link \"{name}\" (to \"shared/versions.tf\") would not survive terraform init"
+            )),
+            "{text}"
+        );
+    }
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    writer.start_file("main.tf", options).unwrap();
+    writer.write_all(MAIN).unwrap();
+    writer.add_symlink("ok.tf", "main.tf", options).unwrap();
+    let zipped = writer.finish().unwrap().into_inner();
+    let text = refusal(ArchiveFormat::Zip, &zipped).to_string();
+    assert!(text.contains("the link \"ok.tf\""), "{text}");
     let fifo = with_unix_type(zip_of(&[("main.tf", MAIN), ("p", b"")]), "p", 0o010_000);
     let text = refusal(ArchiveFormat::Zip, &fifo).to_string();
     assert!(text.contains("the entry \"p\" is a FIFO"), "{text}");

@@ -144,6 +144,15 @@ impl Found {
                 }
             }
         }
+        // Even a link within the archive is refused: Terraform 1.11 unpacks a tar link as an
+        // empty file and a zip link as a file holding its target's path, so the module
+        // installed would not be the one archived.
+        if let Some(link) = self.links.values().next() {
+            return Err(ModuleArchiveError::LinkInside {
+                name: link.name.clone(),
+                target: link.target.clone(),
+            });
+        }
         if self.configuration_files == 0 {
             let mut top = self.top.iter();
             return Err(match (top.next(), top.next(), self.root_entries) {
@@ -346,7 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn links_within_the_archive_pass_and_links_out_of_it_do_not() {
+    fn links_out_of_the_archive_are_refused_as_such_and_links_within_it_too() {
         let base = [("main.tf", file()), ("sub/x.tf", file())];
         let with = |name: &'static str, kind: Kind| {
             let mut all: Vec<(&str, Kind)> = base
@@ -356,8 +365,11 @@ mod tests {
             all.push((name, kind));
             verdict(&all)
         };
-        assert!(with("sub/l", sym("../main.tf")).is_ok());
-        assert!(with("l", sym("sub/x.tf")).is_ok());
+        let inside = |r: Result<ModuleSummary, ModuleArchiveError>| {
+            matches!(r, Err(ModuleArchiveError::LinkInside { .. }))
+        };
+        assert!(inside(with("sub/l", sym("../main.tf"))));
+        assert!(inside(with("l", sym("sub/x.tf"))));
         for target in ["../x", "sub/../../x", "/etc/passwd", ""] {
             assert!(
                 matches!(
@@ -370,7 +382,7 @@ mod tests {
         let hard = |target: &str| Kind::HardLink {
             target: target.into(),
         };
-        assert!(with("h", hard("main.tf")).is_ok());
+        assert!(inside(with("h", hard("main.tf"))));
         assert!(matches!(
             with("h", hard("../x")),
             Err(ModuleArchiveError::LinkOutside { .. })

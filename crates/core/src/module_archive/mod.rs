@@ -125,6 +125,8 @@ pub enum ModuleArchiveError {
     BadName { name: String, why: &'static str },
     #[error("the link {name:?} points outside the archive, to {target:?}; archive the file itself (tar -h follows links)")]
     LinkOutside { name: String, target: String },
+    #[error("the link {name:?} (to {target:?}) would not survive terraform init, which unpacks a tar link as an empty file and a zip link as a file holding its target's path; archive the file itself (tar -h follows links; zip does unless given --symlinks)")]
+    LinkInside { name: String, target: String },
     #[error("the link {name:?} points to {target:?} through the link {through:?}, so where it ends cannot be told from the archive (it may lie outside)")]
     LinkChain {
         name: String,
