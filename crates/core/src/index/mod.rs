@@ -66,6 +66,7 @@ pub struct Indexer {
     /// mirror serves it from signed releases only.
     hostname: Option<Hostname>,
     limits: PackageLimits,
+    module_limits: crate::module_archive::ModuleLimits,
 }
 
 /// The result of reading a small file.
@@ -97,6 +98,7 @@ impl Indexer {
             pins_written: true,
             hostname: None,
             limits: PackageLimits::default(),
+            module_limits: crate::module_archive::ModuleLimits::default(),
         }
     }
 
@@ -110,6 +112,12 @@ impl Indexer {
     /// change the registry.
     pub fn without_pinning(mut self) -> Self {
         self.pins_written = false;
+        self
+    }
+
+    /// Limits on what one module archive may hold, and the time checking it may take.
+    pub fn with_module_limits(mut self, limits: crate::module_archive::ModuleLimits) -> Self {
+        self.module_limits = limits;
         self
     }
 

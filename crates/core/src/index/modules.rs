@@ -53,7 +53,7 @@ impl Indexer {
                 return Ok(Some(reason));
             }
         };
-        if let Err(reason) = check(&opened.file, format).await? {
+        if let Err(reason) = check(&opened.file, format, self.module_limits.clone()).await? {
             self.metadata.delete(&id).await?;
             return Ok(Some(reason));
         }
@@ -139,11 +139,11 @@ async fn open_archive(artifacts: &dyn ArtifactStore, key: &str) -> Verdict<Optio
 }
 
 /// Checks an archive on a blocking thread.
-async fn check(file: &File, format: ArchiveFormat) -> Verdict<()> {
+async fn check(file: &File, format: ArchiveFormat, limits: ModuleLimits) -> Verdict<()> {
     let file = file
         .try_clone()
         .map_err(|e| StoreError::with_source("cannot reopen a module archive", e))?;
-    let work = move || module_archive::check(&file, format, &ModuleLimits::default());
+    let work = move || module_archive::check(&file, format, &limits);
     let verdict = tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| StoreError::with_source("checking a module archive stopped", e))?;
