@@ -267,7 +267,7 @@ fn refused_archives_are_never_offered_and_status_says_why() {
         let logged = case.reason.replace('"', "\\\"");
         assert!(
             log.lines()
-                .any(|l| l.contains("rejected") && l.contains(&key) && l.contains(&logged)),
+                .any(|l| l.contains("refused") && l.contains(&key) && l.contains(&logged)),
             "no rejection of {key} logged:\n{log}"
         );
     }

@@ -135,7 +135,7 @@ pub enum ModuleArchiveError {
     },
     #[error("the entry {name:?} lies beneath the link {link:?}: unpacking it would write through the link")]
     BeneathLink { name: String, link: String },
-    #[error("the entry {name:?} is a {kind}; a module archive holds only files, folders and links within it")]
+    #[error("the entry {name:?} is a {kind}; a module archive holds only files and folders")]
     Unsupported { name: String, kind: String },
     #[error("the archive expands to more than {max} bytes, the most a module may hold")]
     TooLarge { max: u64 },
