@@ -426,6 +426,31 @@ mod tests {
         assert!(parse_public_key(private, now)
             .unwrap_err()
             .contains("PRIVATE"));
-        assert!(signature_file_problem(b"nope").is_some());
+        for (text, what) in [
+            (&b"nope"[..], "not a binary OpenPGP signature"),
+            (b"", "empty"),
+            (b"-----BEGIN PGP SIGNATURE-----\n", "ASCII-armored"),
+            (
+                b"\n-----BEGIN PGP SIGNED MESSAGE-----\n",
+                "cleartext-signed",
+            ),
+            (b"-----BEGIN PGP MESSAGE-----\n", "armored OpenPGP message"),
+        ] {
+            let problem = signature_file_problem(text).unwrap();
+            assert!(problem.contains(what), "{problem}");
+        }
+        // Binary packets are for the key to judge.
+        assert_eq!(signature_file_problem(&[0x89, 0x01]), None);
+        let check = |bytes: &[u8]| {
+            verify_detached(
+                &String::from_utf8_lossy(include_bytes!("../tests/fixtures/release.asc")),
+                bytes,
+                b"",
+                now,
+            )
+        };
+        // A truncated packet is refused with a reason, never a panic.
+        let truncated = check(&[0x89, 0x00, 0x10, 0x04]).unwrap_err();
+        assert!(truncated.contains("cannot be read"), "{truncated}");
     }
 }

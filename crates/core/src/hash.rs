@@ -634,7 +634,10 @@ fn h1_checked<R: Read + Seek>(
         return Err(HashError::Overlap);
     }
     if let Some(prefix) = executable {
-        if !entries.keys().any(|name| is_provider_executable(name, prefix)) {
+        if !entries
+            .keys()
+            .any(|name| is_provider_executable(name, prefix))
+        {
             let in_folder = entries.keys().find(|name| {
                 name.rsplit('/')
                     .next()
@@ -750,6 +753,70 @@ mod tests {
         assert_eq!(hashes.h1.as_deref(), Some(want.as_str()));
         assert_eq!(hashes.sha256, hex::encode(Sha256::digest(&zip)));
         assert_eq!(hashes.zh(), format!("zh:{}", hashes.sha256));
+    }
+
+    #[test]
+    fn the_executable_is_named_as_terraform_looks_for_it() {
+        let prefix = "terraform-provider-widget";
+        for name in [
+            "terraform-provider-widget",
+            "terraform-provider-widget_v1.2.0",
+            "terraform-provider-widget_v9.9.9",
+            "terraform-provider-widget.exe",
+            "terraform-provider-widget_",
+        ] {
+            assert!(is_provider_executable(name, prefix), "{name}");
+        }
+        for name in [
+            "terraform-provider-widgets",
+            "terraform-provider-widget-v1",
+            "terraform-provider-Widget_v1.2.0",
+            "terraform-provider-gadget_v1.2.0",
+            "bin/terraform-provider-widget_v1.2.0",
+            "README.md",
+        ] {
+            assert!(!is_provider_executable(name, prefix), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_package_without_its_executable_is_refused_before_inflating() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = |files: &[(&str, &[u8])]| {
+            let path = dir.path().join("p.zip");
+            std::fs::write(&path, zip_of(files)).unwrap();
+            let file = File::open(&path).unwrap();
+            hash_package(&file, &limits(), "widget")
+        };
+        let good = package(&[
+            ("README.md", b"r"),
+            ("terraform-provider-widget_v1.0.0", b"x"),
+        ]);
+        assert!(good.unwrap().h1.is_some());
+        // Found in a folder: the reason says so.
+        match package(&[
+            ("bin/", b""),
+            ("bin/terraform-provider-widget_v1.0.0", b"x"),
+        ]) {
+            Err(HashError::NoExecutable { in_folder, .. }) => assert_eq!(
+                in_folder.as_deref(),
+                Some("bin/terraform-provider-widget_v1.0.0")
+            ),
+            other => panic!("{other:?}"),
+        }
+        let other = package(&[("terraform-provider-gadget_v1.0.0", b"x")]).unwrap_err();
+        assert!(
+            other
+                .to_string()
+                .contains("could not find executable file starting with terraform-provider-widget"),
+            "{other}"
+        );
+        // Limits come first: a bomb is a bomb, whatever it holds.
+        let zeros = vec![0u8; 3 * 1024 * 1024];
+        assert!(matches!(
+            package(&[("terraform-provider-widget", &zeros)]),
+            Err(HashError::Ratio { .. })
+        ));
     }
 
     #[test]

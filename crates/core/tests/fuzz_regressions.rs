@@ -118,4 +118,3 @@ fn inputs_named(target: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
         })
         .collect()
 }
-

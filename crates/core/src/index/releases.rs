@@ -362,7 +362,9 @@ fn sums_problem(text: &str, stem: &str) -> Option<String> {
                 ));
             }
             packages += 1;
-        } else if unmarked.to_ascii_lowercase().starts_with("terraform-provider-")
+        } else if unmarked
+            .to_ascii_lowercase()
+            .starts_with("terraform-provider-")
             && unmarked.to_ascii_lowercase().ends_with(".zip")
         {
             return Some(format!(
@@ -430,11 +432,17 @@ mod tests {
             (format!("{own}   \n"), "line 2 is empty"),
             (own.replace("  t", " *t"), "line 1 marks"),
             (
-                format!("{own}{}", line("terraform-provider-gadget_1.0.0_linux_amd64.zip")),
+                format!(
+                    "{own}{}",
+                    line("terraform-provider-gadget_1.0.0_linux_amd64.zip")
+                ),
                 "line 2 lists terraform-provider-gadget_1.0.0_linux_amd64.zip",
             ),
             (
-                format!("{}{own}", line("terraform-provider-widget_0.9.0_linux_amd64.zip")),
+                format!(
+                    "{}{own}",
+                    line("terraform-provider-widget_0.9.0_linux_amd64.zip")
+                ),
                 "line 1 lists terraform-provider-widget_0.9.0_linux_amd64.zip",
             ),
             (
