@@ -6,6 +6,7 @@ mod aws;
 mod hostile;
 mod lambda;
 mod modules;
+mod provider_checks;
 mod providers;
 mod serve;
 mod stack;

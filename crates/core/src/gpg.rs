@@ -153,7 +153,7 @@ const HOW_TO_SIGN: &str = "sign SHA256SUMS with `gpg --detach-sign` (binary, wit
 /// publisher's own `.sig` would still be wrong wherever else it is used.
 pub fn signature_file_problem(bytes: &[u8]) -> Option<String> {
     const TERRAFORM: &str =
-        "Terraform reads only binary signatures and fails with \"openpgp: invalid data: tag byte does not have MSB set\"";
+        "Terraform reads only binary signatures (it fails with \"openpgp: invalid data: tag byte does not have MSB set\")";
     let text = bytes.trim_ascii_start();
     let (what, fix) = if bytes.is_empty() {
         return Some(format!("the signature file is empty: {HOW_TO_SIGN}"));
@@ -180,7 +180,8 @@ pub fn signature_file_problem(bytes: &[u8]) -> Option<String> {
     } else {
         return None;
     };
-    Some(format!("{what}: {TERRAFORM}; {fix}"))
+    // No "signature:" in the text: log redaction takes what follows it for a secret.
+    Some(format!("{what}; {TERRAFORM}: {fix}"))
 }
 
 /// A signature that verified.
