@@ -108,13 +108,15 @@ impl Release {
     }
 }
 
+/// Makes SHA256SUMS from the package's own line (`<sha256>  <file>\n`).
+type SumsFrom = Box<dyn Fn(&str) -> String>;
+
 /// What to change in a well-formed release.
 #[derive(Default)]
 struct Made {
     /// The package instead of one holding `terraform-provider-<type>_v1.0.0`.
     zip: Option<Vec<u8>>,
-    /// SHA256SUMS from the package's own line (`<sha256>  <file>\n`).
-    sums: Option<Box<dyn Fn(&str) -> String>>,
+    sums: Option<SumsFrom>,
     /// Who signs, and gpg's signing arguments (`--detach-sign` by default).
     signer: Option<&'static str>,
     sign_args: Option<&'static [&'static str]>,
