@@ -298,6 +298,21 @@ fn refused(gpg: &Gpg) -> Vec<Refused> {
             "line 1 lists terraform-provider-elsewhere_0.9.0_linux_amd64.zip",
             "checksum list has no SHA-256 hash for",
         ),
+        sums(
+            release(
+                gpg,
+                "unlisted",
+                Made {
+                    sums: Some(Box::new(|line: &str| {
+                        let (hash, _) = line.split_once("  ").unwrap();
+                        format!("{hash}  README.md\n")
+                    })),
+                    ..Made::default()
+                },
+            ),
+            "lists no package of terraform-provider-unlisted_1.0.0",
+            "checksum list has no SHA-256 hash for",
+        ),
         package(
             release(
                 gpg,
