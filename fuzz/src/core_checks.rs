@@ -19,10 +19,12 @@ use tfreg_core::{
     gpg, hash, release, Hostname, ModuleAddress, Namespace, Platform, ProviderAddress, Version,
 };
 
-/// The moment OpenPGP checks are made at (2026-01-01), fixed so that a replayed input gets
-/// the same verdict on any day. The fixture keys never expire; `expired.asc` did in 2020.
+/// The moment OpenPGP checks are made at (2027-01-01), fixed so that a replayed input gets
+/// the same verdict on any day: after the fixture signatures were made (a signature from the
+/// future is refused, as Terraform refuses it). The fixture keys never expire; `expired.asc`
+/// did in 2020.
 pub fn now() -> SystemTime {
-    UNIX_EPOCH + Duration::from_secs(1_767_225_600)
+    UNIX_EPOCH + Duration::from_secs(1_798_761_600)
 }
 
 /// The fixture keys fuzzed signatures are checked against. Each of them signed exactly one

@@ -8,6 +8,7 @@ mod immutability;
 mod lambda;
 mod module_checks;
 mod modules;
+mod provider_checks;
 mod providers;
 mod serve;
 mod stack;

@@ -559,6 +559,21 @@ impl Gpg {
     }
 }
 
+impl Gpg {
+    /// `gpg --local-user EMAIL ARGS... -o OUT IN` over `content`: any signing command
+    /// (`--detach-sign --armor`, `--clearsign`, `--sign`, ...). Returns what gpg wrote.
+    pub fn sign_as(&self, email: &str, content: &[u8], args: &[&str]) -> Vec<u8> {
+        let dir = TempDir::new().unwrap();
+        let (input, output) = (dir.path().join("in"), dir.path().join("out"));
+        std::fs::write(&input, content).unwrap();
+        let mut all = vec!["--local-user", email];
+        all.extend_from_slice(args);
+        all.extend(["-o", output.to_str().unwrap(), input.to_str().unwrap()]);
+        self.gpg(&all);
+        std::fs::read(output).unwrap()
+    }
+}
+
 impl Default for Gpg {
     fn default() -> Self {
         Self::new()

@@ -95,6 +95,37 @@ pub enum HashError {
     ListingTooLarge,
     #[error("hashing the package took longer than {0:?}, the most one package may take (if the host was busy, publish the file again or reindex to retry)")]
     TimedOut(Duration),
+    #[error("{}", no_executable(.prefix, .in_folder.as_deref()))]
+    NoExecutable {
+        /// `terraform-provider-<type>`
+        prefix: String,
+        /// A file with a fitting name found inside a folder instead.
+        in_folder: Option<String>,
+    },
+}
+
+fn no_executable(prefix: &str, in_folder: Option<&str>) -> String {
+    let mut text = format!(
+        "the zip holds no provider executable at its top level: Terraform looks there for a file named {prefix}, or starting with {prefix}_ or {prefix}. (goreleaser names it {prefix}_v<version>, with .exe for Windows), and fails with \"provider binary not found: could not find executable file starting with {prefix}\""
+    );
+    if let Some(path) = in_folder {
+        text.push_str(&format!(
+            "; {path} is inside a folder: zip the executable itself, not the folder holding it"
+        ));
+    }
+    text
+}
+
+/// Whether a file unpacked at `name` (relative, `/`-separated) is what Terraform 1.11 takes
+/// for a provider's executable: at the package's top level, named `prefix`
+/// (`terraform-provider-<type>`) followed by nothing, or by `_` or `.` and anything
+/// (`terraform-provider-widget_v1.2.0`, `terraform-provider-widget.exe`). Terraform does not
+/// compare the version in the name, nor require `.exe` on Windows.
+pub fn is_provider_executable(name: &str, prefix: &str) -> bool {
+    !name.contains('/')
+        && name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['_', '.']))
 }
 
 impl HashError {
@@ -186,6 +217,35 @@ pub fn hash_zip(file: &File, limits: &PackageLimits) -> Result<PackageHashes, Ha
     std::thread::scope(|scope| {
         let raw = scope.spawn(|| sha256_with_deadline(PositionalReader::new(file, len), deadline));
         let h1 = h1_within(PositionalReader::new(file, len), limits, deadline);
+        let sha256 = raw
+            .join()
+            .map_err(|_| HashError::Zip("the hashing thread failed".into()))??;
+        Ok(PackageHashes {
+            sha256,
+            h1: Some(h1?),
+        })
+    })
+}
+
+/// Hashes an open provider package of type `provider_type` as [`hash_zip`] does, and refuses
+/// it, before anything is inflated, when it does not hold the executable Terraform looks for
+/// after unpacking it (see [`is_provider_executable`]).
+pub fn hash_package(
+    file: &File,
+    limits: &PackageLimits,
+    provider_type: &str,
+) -> Result<PackageHashes, HashError> {
+    let len = check_size(file, limits)?;
+    let deadline = Deadline::new(limits.max_duration);
+    let prefix = format!("terraform-provider-{provider_type}");
+    std::thread::scope(|scope| {
+        let raw = scope.spawn(|| sha256_with_deadline(PositionalReader::new(file, len), deadline));
+        let h1 = h1_checked(
+            PositionalReader::new(file, len),
+            limits,
+            deadline,
+            Some(&prefix),
+        );
         let sha256 = raw
             .join()
             .map_err(|_| HashError::Zip("the hashing thread failed".into()))??;
@@ -485,9 +545,20 @@ fn zip_error(e: zip::result::ZipError) -> HashError {
 }
 
 fn h1_within<R: Read + Seek>(
+    reader: R,
+    limits: &PackageLimits,
+    deadline: Deadline,
+) -> Result<String, HashError> {
+    h1_checked(reader, limits, deadline, None)
+}
+
+/// The `h1:` within `limits`; with `executable` (`terraform-provider-<type>`), the zip must
+/// also hold the provider's executable, checked from the listing before inflating.
+fn h1_checked<R: Read + Seek>(
     mut reader: R,
     limits: &PackageLimits,
     deadline: Deadline,
+    executable: Option<&str>,
 ) -> Result<String, HashError> {
     use std::sync::atomic::Ordering::Relaxed;
     check_end_records(&mut reader, limits.max_entries)?;
@@ -561,6 +632,22 @@ fn h1_within<R: Read + Seek>(
     }
     if spans.last().is_some_and(|s| s.data_end > central_start) {
         return Err(HashError::Overlap);
+    }
+    if let Some(prefix) = executable {
+        if !entries
+            .keys()
+            .any(|name| is_provider_executable(name, prefix))
+        {
+            let in_folder = entries.keys().find(|name| {
+                name.rsplit('/')
+                    .next()
+                    .is_some_and(|base| is_provider_executable(base, prefix))
+            });
+            return Err(HashError::NoExecutable {
+                prefix: prefix.to_owned(),
+                in_folder: in_folder.cloned(),
+            });
+        }
     }
     // Inflating is bounded by the sizes checked above, not by the listing's budget.
     meter.budget.store(u64::MAX, Relaxed);
@@ -666,6 +753,70 @@ mod tests {
         assert_eq!(hashes.h1.as_deref(), Some(want.as_str()));
         assert_eq!(hashes.sha256, hex::encode(Sha256::digest(&zip)));
         assert_eq!(hashes.zh(), format!("zh:{}", hashes.sha256));
+    }
+
+    #[test]
+    fn the_executable_is_named_as_terraform_looks_for_it() {
+        let prefix = "terraform-provider-widget";
+        for name in [
+            "terraform-provider-widget",
+            "terraform-provider-widget_v1.2.0",
+            "terraform-provider-widget_v9.9.9",
+            "terraform-provider-widget.exe",
+            "terraform-provider-widget_",
+        ] {
+            assert!(is_provider_executable(name, prefix), "{name}");
+        }
+        for name in [
+            "terraform-provider-widgets",
+            "terraform-provider-widget-v1",
+            "terraform-provider-Widget_v1.2.0",
+            "terraform-provider-gadget_v1.2.0",
+            "bin/terraform-provider-widget_v1.2.0",
+            "README.md",
+        ] {
+            assert!(!is_provider_executable(name, prefix), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_package_without_its_executable_is_refused_before_inflating() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = |files: &[(&str, &[u8])]| {
+            let path = dir.path().join("p.zip");
+            std::fs::write(&path, zip_of(files)).unwrap();
+            let file = File::open(&path).unwrap();
+            hash_package(&file, &limits(), "widget")
+        };
+        let good = package(&[
+            ("README.md", b"r"),
+            ("terraform-provider-widget_v1.0.0", b"x"),
+        ]);
+        assert!(good.unwrap().h1.is_some());
+        // Found in a folder: the reason says so.
+        match package(&[
+            ("bin/", b""),
+            ("bin/terraform-provider-widget_v1.0.0", b"x"),
+        ]) {
+            Err(HashError::NoExecutable { in_folder, .. }) => assert_eq!(
+                in_folder.as_deref(),
+                Some("bin/terraform-provider-widget_v1.0.0")
+            ),
+            other => panic!("{other:?}"),
+        }
+        let other = package(&[("terraform-provider-gadget_v1.0.0", b"x")]).unwrap_err();
+        assert!(
+            other
+                .to_string()
+                .contains("could not find executable file starting with terraform-provider-widget"),
+            "{other}"
+        );
+        // Limits come first: a bomb is a bomb, whatever it holds.
+        let zeros = vec![0u8; 3 * 1024 * 1024];
+        assert!(matches!(
+            package(&[("terraform-provider-widget", &zeros)]),
+            Err(HashError::Ratio { .. })
+        ));
     }
 
     #[test]

@@ -157,6 +157,9 @@ fn signature_verdict<'a>(
                 "the key that signed it ({}, {}) has expired",
                 by.key_id, by.key
             )),
+            Ok(by) if by.signature_expires_at.is_some_and(|at| unix(now) > at) => Err(
+                crate::gpg::signature_expired(&by.key_id, by.signature_expires_at.unwrap_or(0)),
+            ),
             Ok(by) if !keys.contains(&by.key, &by.key_revision) => Err(format!(
                 "the key that signed it ({}, {}) has been removed or replaced; the release is verified again against the keys there are now",
                 by.key_id, by.key
@@ -196,7 +199,9 @@ fn judge(
     let mut problems = Vec::new();
     let (sums, signature, signer) = match chosen {
         None => {
-            problems.push("its SHA256SUMS has not been published".to_owned());
+            problems.push(
+                "its SHA256SUMS has not been published, or was refused (see Problems)".to_owned(),
+            );
             (None, None, None)
         }
         Some((sums, (signature, verdict))) => {
@@ -279,4 +284,9 @@ fn judge(
 
 fn file(key: &str) -> &str {
     crate::store::file_name(key)
+}
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

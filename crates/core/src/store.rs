@@ -282,6 +282,10 @@ pub struct SignedBy {
     pub key: String,
     pub key_revision: String,
     pub key_info: PublicKeyInfo,
+    /// When the signature itself expires (Unix seconds), if it does: Terraform refuses it
+    /// from then on, so the release is served only until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_expires_at: Option<u64>,
 }
 
 /// A release's `_manifest.json`: the plugin protocol versions it speaks.

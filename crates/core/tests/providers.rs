@@ -41,9 +41,11 @@ fn keys_are_read_and_refused_as_terraform_would() {
     let verify =
         |key: &str, sig: &str| gpg::verify_detached(&armor(key), &fixture(sig), &sums, now);
     assert_eq!(verify("release.asc", &format!("{SUMS}.sig")), Ok(()));
-    assert_eq!(
-        verify("release.asc", &format!("{SUMS}.asc-armored.sig")),
-        Ok(())
+    // Terraform reads binary signatures only.
+    let armored = verify("release.asc", &format!("{SUMS}.asc-armored.sig")).unwrap_err();
+    assert!(
+        armored.contains("ASCII-armored") && armored.contains("tag byte does not have MSB set"),
+        "{armored}"
     );
     assert_eq!(verify("subkey.asc", &format!("{SUMS}.subkey.sig")), Ok(()));
     assert!(verify("release.asc", &format!("{SUMS}.other.sig")).is_err());
@@ -306,7 +308,9 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
         .await;
     let mirrored =
         "mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
-    world.put(mirrored, fixture(LINUX)).await;
+    world
+        .put(mirrored, zip_of(&["terraform-provider-null_v3.2.1"]))
+        .await;
     world
         .put(
             "mirror/registry.terraform.io/hashicorp/null/index.json",
@@ -346,10 +350,8 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
         "{}",
         archive.url
     );
-    assert_eq!(archive.hashes.len(), 2);
-    assert!(archive.hashes[0].starts_with("h1:") && archive.hashes[1].starts_with("zh:"));
 
-    // The registry's own providers appear under its hostname, with the same hashes.
+    // The registry's own providers appear under its hostname.
     let own = world
         .registry
         .mirror_version(
@@ -365,9 +367,14 @@ async fn the_mirror_serves_uploads_and_the_registrys_own_providers() {
         own.archives.keys().collect::<Vec<_>>(),
         ["darwin_arm64", "linux_amd64"]
     );
+    // Both with the hashes Terraform computes for each zip.
     assert_eq!(
-        own.archives["linux_amd64"].hashes, archive.hashes,
-        "same zip, same hashes"
+        own.archives["linux_amd64"].hashes,
+        hashes_of(&fixture(LINUX))
+    );
+    assert_eq!(
+        archive.hashes,
+        hashes_of(&zip_of(&["terraform-provider-null_v3.2.1"]))
     );
     // Not under any other hostname.
     let err = world
@@ -601,4 +608,326 @@ async fn a_verdict_computed_with_a_key_removed_meanwhile_is_computed_again() {
         .provider_versions(&Access::All, &widget())
         .await
         .is_err());
+}
+
+// What Terraform refuses at install, refused at publish. Every verdict below was compared
+// with what Terraform 1.11.4 does given the same files (the fixtures of `make-shapes.sh`);
+// the end-to-end tests (`tests/e2e/provider_checks.rs`) do it again with the real CLI.
+
+/// A zip holding one small executable per name.
+fn zip_of(names: &[&str]) -> Vec<u8> {
+    use std::io::Write;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for name in names {
+        let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+        writer.start_file(*name, options).unwrap();
+        writer.write_all(b"#!/bin/sh\n").unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+/// The `h1:` and `zh:` hashes of a zip, as Terraform computes them.
+fn hashes_of(zip: &[u8]) -> Vec<String> {
+    let limits = tfreg_core::hash::PackageLimits::default();
+    vec![
+        tfreg_core::hash::h1_of_zip(std::io::Cursor::new(zip.to_vec()), &limits).unwrap(),
+        format!("zh:{}", tfreg_core::hash::sha256_hex(zip).unwrap()),
+    ]
+}
+
+fn shape(name: &str) -> Vec<u8> {
+    fixture(&format!("shapes/{name}"))
+}
+
+/// The problem recorded for a published file, if any.
+async fn problem_of(world: &World, key: &str) -> Option<String> {
+    let problems = world.registry.problems().await.unwrap();
+    problems
+        .into_iter()
+        .find(|p| p.key == key)
+        .map(|p| p.problem)
+}
+
+/// Publishes release 1.0.0 with the signature `signature`, trusting `key` (`.asc` bytes).
+async fn publish_signed_by(world: &World, signature: Vec<u8>, key: Vec<u8>) {
+    world.put(&format!("{DIR}/{LINUX}"), fixture(LINUX)).await;
+    world.put(&format!("{DIR}/{DARWIN}"), fixture(DARWIN)).await;
+    world.put(&format!("{DIR}/{SUMS}"), fixture(SUMS)).await;
+    world.put(&format!("{DIR}/{SUMS}.sig"), signature).await;
+    world.put("keys/acme/release.asc", key).await;
+}
+
+#[test]
+fn signature_files_are_read_as_terraform_reads_them() {
+    let now = SystemTime::now();
+    let key = String::from_utf8(shape("shapes.asc")).unwrap();
+    let sums = fixture(SUMS);
+    let check =
+        |name: &str| gpg::check_detached(&key, &shape(&format!("{SUMS}.{name}.sig")), &sums, now);
+    // Terraform installs with these: text mode, SHA-1, a signature by another key before
+    // the key's own (Terraform reads on to the first by the key it is given), bytes after
+    // the signature (never read), a signature that expires later.
+    for accepted in [
+        "binary",
+        "textmode",
+        "sha1",
+        "stranger-first",
+        "trailing",
+        "expiring",
+    ] {
+        assert!(check(accepted).is_ok(), "{accepted}: {:?}", check(accepted));
+    }
+    assert_eq!(check("binary").unwrap().expires_at, None);
+    let expires = check("expiring").unwrap().expires_at.unwrap();
+    assert!(
+        (4_070_822_400..=4_070_995_200).contains(&expires),
+        "expires at {expires}, not on 2099-01-01"
+    );
+    // Terraform fails on these, with the message quoted in each reason.
+    for (refused, reasons) in [
+        (
+            "clearsigned",
+            ["cleartext-signed", "tag byte does not have MSB set"],
+        ),
+        (
+            "signed-message",
+            ["not a detached signature", "non signature packet found"],
+        ),
+        (
+            "critical-notation",
+            ["critical notation", "unknown critical notation"],
+        ),
+        ("future", ["made in the future", "signature expired"]),
+        ("expired", ["expired at 2021-0", "signature expired"]),
+        (
+            "wrong-first",
+            ["does not match this SHA256SUMS", "invalid signature"],
+        ),
+    ] {
+        match check(refused) {
+            Err(gpg::NotVerified::Refused(why)) => {
+                for reason in reasons {
+                    assert!(why.contains(reason), "{refused}: {why}");
+                }
+            }
+            other => panic!("{refused}: {other:?}"),
+        }
+    }
+    // A file with no signature by the key says nothing about the key: another may have made it.
+    assert_eq!(
+        gpg::check_detached(&key, &fixture(&format!("{SUMS}.sig")), &sums, now),
+        Err(gpg::NotVerified::NotByThisKey)
+    );
+}
+
+#[tokio::test]
+async fn a_release_whose_signature_terraform_refuses_is_never_served() {
+    let armored = fixture(&format!("{SUMS}.asc-armored.sig"));
+    let cases = [
+        (
+            "armored",
+            armored,
+            fixture("release.asc"),
+            Some("ASCII-armored"),
+        ),
+        (
+            "clearsigned",
+            shape(&format!("{SUMS}.clearsigned.sig")),
+            shape("shapes.asc"),
+            Some("cleartext-signed"),
+        ),
+        (
+            "signed message",
+            shape(&format!("{SUMS}.signed-message.sig")),
+            shape("shapes.asc"),
+            Some("not a detached signature"),
+        ),
+        (
+            "expired",
+            shape(&format!("{SUMS}.expired.sig")),
+            shape("shapes.asc"),
+            Some("expired at"),
+        ),
+        (
+            "wrong first",
+            shape(&format!("{SUMS}.wrong-first.sig")),
+            shape("shapes.asc"),
+            Some("does not match this SHA256SUMS"),
+        ),
+        (
+            "stranger first",
+            shape(&format!("{SUMS}.stranger-first.sig")),
+            shape("shapes.asc"),
+            None,
+        ),
+    ];
+    for (case, signature, key, refused) in cases {
+        let world = World::new();
+        publish_signed_by(&world, signature, key).await;
+        let problem = problem_of(&world, &format!("{DIR}/{SUMS}.sig")).await;
+        match refused {
+            Some(reason) => {
+                assert!(world.served().await.is_empty(), "{case}");
+                let problem = problem.unwrap_or_default();
+                assert!(problem.contains(reason), "{case}: {problem}");
+                // The release's own report says why too.
+                assert!(world.problems().await.contains(reason), "{case}");
+            }
+            None => {
+                assert_eq!(world.served().await, [BOTH], "{case}: {problem:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_release_whose_signature_expires_is_served_until_then() {
+    use tfreg_core::store::partition;
+    use tfreg_core::MetadataStore;
+    let world = World::new();
+    let signature = shape(&format!("{SUMS}.expiring.sig"));
+    publish_signed_by(&world, signature, shape("shapes.asc")).await;
+    assert_eq!(world.served().await, [BOTH]);
+    // Judged on 2100-01-01, when Terraform refuses the signature, it is not served.
+    let records = world
+        .metadata
+        .query(&partition::provider(&widget()))
+        .await
+        .unwrap();
+    let namespace = tfreg_core::Namespace::parse("acme").unwrap();
+    let keys = tfreg_core::providers::CurrentKeys::from_records(
+        &world
+            .metadata
+            .query(&partition::keys(&namespace))
+            .await
+            .unwrap(),
+    );
+    let later = std::time::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
+    let judged = tfreg_core::providers::evaluate(&records, &keys, later);
+    let (report, served) = &judged[0];
+    assert!(served.is_none());
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("expired at 2099")),
+        "{report:?}"
+    );
+}
+
+#[tokio::test]
+async fn sha256sums_that_terraform_would_misread_are_refused_naming_the_line() {
+    let world = World::new();
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
+    assert_eq!(world.served().await, [BOTH]);
+    let sums_key = format!("{DIR}/{SUMS}");
+    let sums = String::from_utf8(fixture(SUMS)).unwrap();
+    let hash = "c".repeat(64);
+    let cases = [
+        (
+            format!("{sums}{hash}  terraform-provider-gadget_1.0.0_linux_amd64.zip\n"),
+            "line 3 lists terraform-provider-gadget_1.0.0_linux_amd64.zip",
+        ),
+        (
+            format!("{sums}{hash}  terraform-provider-widget_0.9.0_linux_amd64.zip\n"),
+            "line 3 lists terraform-provider-widget_0.9.0_linux_amd64.zip",
+        ),
+        (sums.replacen('\n', "\n\n", 1), "line 2 is empty"),
+        (format!("{sums}\n"), "line 3 is empty"),
+        (sums.replace("  terraform", " *terraform"), "line 1 marks"),
+        (format!("{sums}{hash}  {LINUX}\n"), "lines 2 and 3 give"),
+        (format!("{hash}  README.md\n"), "lists no package"),
+    ];
+    for (text, reason) in cases {
+        world.put(&sums_key, text.into_bytes()).await;
+        assert!(world.served().await.is_empty(), "{reason}");
+        let problem = problem_of(&world, &sums_key).await.unwrap_or_default();
+        assert!(problem.contains(reason), "{reason}: {problem}");
+    }
+    // Lines naming other files (the manifest goreleaser lists, anything else) are no
+    // matter, as for Terraform (it still has to be signed: the end-to-end test signs and
+    // installs such a release).
+    let extra =
+        format!("{sums}{hash}  terraform-provider-widget_1.0.0_manifest.json\n{hash}  README.md\n");
+    world.put(&sums_key, extra.into_bytes()).await;
+    assert_eq!(problem_of(&world, &sums_key).await, None);
+    // The signed SHA256SUMS, published again, is served again.
+    world.put(&sums_key, fixture(SUMS)).await;
+    assert_eq!(world.served().await, [BOTH]);
+}
+
+#[tokio::test]
+async fn packages_without_the_providers_executable_are_never_offered() {
+    let world = World::new();
+    let dir = "providers/acme/widget/2.0.0";
+    let release = "terraform-provider-widget_2.0.0";
+    let platforms = [
+        "linux_amd64",
+        "darwin_arm64",
+        "windows_amd64",
+        "linux_arm64",
+        "freebsd_amd64",
+        "linux_386",
+    ];
+    for platform in platforms {
+        let name = format!("{release}_{platform}.zip");
+        world.put(&format!("{dir}/{name}"), shape(&name)).await;
+    }
+    let sums = format!("{release}_SHA256SUMS");
+    world.put(&format!("{dir}/{sums}"), shape(&sums)).await;
+    let sig = format!("{sums}.sig");
+    world.put(&format!("{dir}/{sig}"), shape(&sig)).await;
+    world.put("keys/acme/shapes.asc", shape("shapes.asc")).await;
+    // Terraform takes terraform-provider-widget_v2.0.0, terraform-provider-widget (beside a
+    // README) and terraform-provider-widget_v2.0.0.exe,
+    assert_eq!(
+        world.served().await,
+        ["2.0.0: darwin_arm64 linux_amd64 windows_amd64"],
+        "{}",
+        world.problems().await
+    );
+    // and fails on a zip holding it in a folder, or only another provider's executable.
+    for (platform, reason) in [
+        (
+            "linux_arm64",
+            "bin/terraform-provider-widget_v2.0.0 is inside a folder",
+        ),
+        ("freebsd_amd64", "no provider executable at its top level"),
+        ("linux_386", "no provider executable at its top level"),
+    ] {
+        let key = format!("{dir}/{release}_{platform}.zip");
+        let problem = problem_of(&world, &key).await.unwrap_or_default();
+        assert!(
+            problem.contains(reason) && problem.contains("provider binary not found"),
+            "{platform}: {problem}"
+        );
+    }
+
+    // A mirror upload is unpacked at once, and checked the same way.
+    let mirrored =
+        "mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
+    let null = ProviderAddress::parse("hashicorp", "null").unwrap();
+    let host = Hostname::parse("registry.terraform.io").unwrap();
+    let origin = Origin::https("127.0.0.1:8443").unwrap();
+    world
+        .put(mirrored, zip_of(&["bin/terraform-provider-null_v3.2.1"]))
+        .await;
+    let problem = problem_of(&world, mirrored).await.unwrap_or_default();
+    assert!(problem.contains("inside a folder"), "{problem}");
+    assert!(world
+        .registry
+        .mirror_index(&Access::All, &host, &null, &origin)
+        .await
+        .is_err());
+    world
+        .put(mirrored, zip_of(&["terraform-provider-null_v3.2.1"]))
+        .await;
+    assert_eq!(problem_of(&world, mirrored).await, None);
+    assert!(world
+        .registry
+        .mirror_index(&Access::All, &host, &null, &origin)
+        .await
+        .is_ok());
 }

@@ -524,7 +524,7 @@ async fn out_of_scope_looks_exactly_like_absent() {
     let secret_files: Vec<(&str, &[u8])> = vec![
         ("modules/acme/network/aws/1.0.0.tar.gz", b"acme"),
         ("modules/globex/secret/aws/1.0.0.tar.gz", b"globex"),
-        ("mirror/registry.terraform.io/globex/thing/terraform-provider-thing_1.0.0_linux_amd64.zip", &zip),
+        ("mirror/registry.terraform.io/globex/widget/terraform-provider-widget_1.0.0_linux_amd64.zip", &zip),
     ];
     // Given one registry with globex's files and one without,
     let with = given_with(&secret_files, true).await;
@@ -545,8 +545,8 @@ async fn out_of_scope_looks_exactly_like_absent() {
         "/v1/modules/globex/secret/aws/versions",
         "/v1/modules/globex/secret/aws/1.0.0/download",
         "/v1/providers/globex/secret/versions",
-        "/v1/mirror/registry.terraform.io/globex/thing/index.json",
-        "/v1/mirror/registry.terraform.io/globex/thing/1.0.0.json",
+        "/v1/mirror/registry.terraform.io/globex/widget/index.json",
+        "/v1/mirror/registry.terraform.io/globex/widget/1.0.0.json",
     ] {
         let scoped = get_as(&with.app, uri, &acme_only).await;
         let absent = get_as(&without.app, uri, &everything).await;
@@ -561,7 +561,7 @@ async fn out_of_scope_looks_exactly_like_absent() {
     let (globex, _) = with.token(&["globex", "acme"], None).await;
     let reply = get_as(
         &with.app,
-        "/v1/mirror/registry.terraform.io/globex/thing/index.json",
+        "/v1/mirror/registry.terraform.io/globex/widget/index.json",
         &globex,
     )
     .await;

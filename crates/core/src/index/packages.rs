@@ -5,6 +5,10 @@
 //! only once a signed SHA256SUMS lists that very SHA-256, so an unsigned upload, however
 //! crafted, costs one pass of SHA-256. Mirror uploads have no signatures: they are unpacked
 //! at once, within the same [`crate::hash::PackageLimits`].
+//!
+//! Unpacking also checks what Terraform checks after it unpacks a package, from a registry
+//! or a mirror alike: that it holds the provider's executable
+//! ([`crate::hash::is_provider_executable`]). A package without one is refused.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -71,9 +75,9 @@ impl Indexer {
         let limits = self.limits.clone();
         let sha256 = match blocking(&opened, move |f| hash::sha256_of_package(f, &limits)).await? {
             Ok(sha256) => sha256,
-            Err(reason) => {
+            Err(e) => {
                 self.metadata.delete(&id).await?;
-                return Ok(Some(reason));
+                return Ok(Some(e.to_string()));
             }
         };
         let unpack = match mirror_hostname {
@@ -88,15 +92,14 @@ impl Indexer {
             true => {
                 // SHA-256 again, beside the unpacking: the `h1:` must come from the bytes
                 // whose SHA-256 is recorded.
-                let limits = self.limits.clone();
-                match blocking(&opened, move |f| hash::hash_zip(f, &limits)).await? {
+                match self.hash_package(&opened, provider).await? {
                     Ok(hashes) if hashes.sha256 != sha256 => {
                         return Ok(Some("the file changed while it was being read".into()))
                     }
                     Ok(hashes) => hashes.h1,
-                    Err(reason) => {
+                    Err(e) => {
                         self.metadata.delete(&id).await?;
-                        return Ok(Some(format!("the package cannot be unpacked: {reason}")));
+                        return Ok(Some(unpack_problem(e)));
                     }
                 }
             }
@@ -116,11 +119,14 @@ impl Indexer {
             size: opened.meta.size,
             hashes: PackageHashes { sha256, h1 },
         };
-        let pending = record.mirror_hostname.is_none() && record.hashes.h1.is_none();
+        if record.hashes.h1.is_some() {
+            self.record_unpacked(record).await?;
+            return Ok(None);
+        }
         self.metadata.put(Record::Package(record.clone())).await?;
         // A signature verified meanwhile may have missed this record: look again, now that
         // it is written (the verifier does the same the other way round).
-        if pending {
+        if record.mirror_hostname.is_none() {
             return self.unpack_if_signed(record).await;
         }
         Ok(None)
@@ -175,8 +181,7 @@ impl Indexer {
                 return Ok(Some(reason));
             }
         };
-        let limits = self.limits.clone();
-        match blocking(&opened, move |f| hash::hash_zip(f, &limits)).await? {
+        match self.hash_package(&opened, &package.provider).await? {
             // Unpacked from the very bytes that were vouched for: same SHA-256, and the
             // file unchanged meanwhile (a rewrite in place changes its revision).
             Ok(hashes) if hashes.sha256 != package.hashes.sha256 => Ok(None),
@@ -184,14 +189,34 @@ impl Indexer {
             Ok(hashes) => {
                 let mut package = package;
                 package.hashes.h1 = hashes.h1;
-                self.metadata.put(Record::Package(package)).await?;
+                self.record_unpacked(package).await?;
                 Ok(None)
             }
-            Err(reason) => {
+            Err(e) => {
                 self.metadata.delete(&id).await?;
-                Ok(Some(format!("the package cannot be unpacked: {reason}")))
+                Ok(Some(unpack_problem(e)))
             }
         }
+    }
+
+    /// Records a package that was unpacked and passed every check, with its `h1:`: from
+    /// here on it is served (a registry package as soon as its release's signature holds,
+    /// as it does whenever this is reached for one). The one place where that happens.
+    async fn record_unpacked(&self, package: PackageRecord) -> Result<(), StoreError> {
+        debug_assert!(package.hashes.h1.is_some());
+        self.metadata.put(Record::Package(package)).await
+    }
+
+    /// Unpacks a package for its `h1:` (and `zh:` again), within the limits, checking that
+    /// it holds the provider's executable.
+    async fn hash_package(
+        &self,
+        opened: &Opened,
+        provider: &ProviderAddress,
+    ) -> Result<Result<PackageHashes, HashError>, StoreError> {
+        let limits = self.limits.clone();
+        let type_ = provider.type_.as_str().to_owned();
+        blocking(opened, move |f| hash::hash_package(f, &limits, &type_)).await
     }
 
     /// File name to SHA-256 of every package a verified signature vouches for.
@@ -249,12 +274,20 @@ impl Indexer {
     }
 }
 
+/// Why a package that could not be unpacked (or lacks its executable) is refused.
+fn unpack_problem(error: HashError) -> String {
+    match error {
+        HashError::NoExecutable { .. } => error.to_string(),
+        other => format!("the package cannot be unpacked: {other}"),
+    }
+}
+
 /// Runs a hashing function on a blocking thread over the opened file; a hashing error that
 /// is the store's (I/O) is an error, any other is a verdict on the file.
 async fn blocking<T: Send + 'static>(
     opened: &Opened,
     work: impl FnOnce(&File) -> Result<T, HashError> + Send + 'static,
-) -> Verdict<T> {
+) -> Result<Result<T, HashError>, StoreError> {
     let file = opened
         .file
         .try_clone()
@@ -265,6 +298,6 @@ async fn blocking<T: Send + 'static>(
     match result {
         Ok(value) => Ok(Ok(value)),
         Err(e) if e.is_io() => Err(StoreError::with_source("cannot read a package", e)),
-        Err(e) => Ok(Err(e.to_string())),
+        Err(e) => Ok(Err(e)),
     }
 }
