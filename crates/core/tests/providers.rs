@@ -817,11 +817,17 @@ async fn a_release_whose_signature_expires_is_served_until_then() {
 
 #[tokio::test]
 async fn sha256sums_that_terraform_would_misread_are_refused_naming_the_line() {
+    // A release not served yet (its key is not published), so its SHA256SUMS may still be
+    // replaced (once served, it never changes: see `immutability.rs`).
     let world = World::new();
+    world.put(&format!("{DIR}/{LINUX}"), fixture(LINUX)).await;
+    world.put(&format!("{DIR}/{DARWIN}"), fixture(DARWIN)).await;
     world
-        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .put(
+            &format!("{DIR}/{SUMS}.sig"),
+            fixture(&format!("{SUMS}.sig")),
+        )
         .await;
-    assert_eq!(world.served().await, [BOTH]);
     let sums_key = format!("{DIR}/{SUMS}");
     let sums = String::from_utf8(fixture(SUMS)).unwrap();
     let hash = "c".repeat(64);
@@ -853,8 +859,11 @@ async fn sha256sums_that_terraform_would_misread_are_refused_naming_the_line() {
         format!("{sums}{hash}  terraform-provider-widget_1.0.0_manifest.json\n{hash}  README.md\n");
     world.put(&sums_key, extra.into_bytes()).await;
     assert_eq!(problem_of(&world, &sums_key).await, None);
-    // The signed SHA256SUMS, published again, is served again.
+    // The signed SHA256SUMS, and the key, make it served.
     world.put(&sums_key, fixture(SUMS)).await;
+    world
+        .put("keys/acme/release.asc", fixture("release.asc"))
+        .await;
     assert_eq!(world.served().await, [BOTH]);
 }
 
