@@ -160,14 +160,15 @@ impl Deadline {
 
 /// Reads a file by position, so several readers share one open file without moving each
 /// other's cursor (and without reopening a path that may have been replaced meanwhile).
-struct PositionalReader<'a> {
+pub(crate) struct PositionalReader<'a> {
     file: &'a File,
     pos: u64,
     len: u64,
 }
 
 impl<'a> PositionalReader<'a> {
-    fn new(file: &'a File, len: u64) -> Self {
+    /// Reads the first `len` bytes of `file`.
+    pub(crate) fn new(file: &'a File, len: u64) -> Self {
         Self { file, pos: 0, len }
     }
 }

@@ -26,6 +26,7 @@ mod packages;
 pub mod pins;
 mod reindex;
 mod releases;
+mod spool;
 
 use std::sync::Arc;
 

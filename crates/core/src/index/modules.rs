@@ -9,18 +9,16 @@
 use std::fs::File;
 use std::io::SeekFrom;
 
+use super::spool::{self, Verdict};
 use super::Indexer;
 use crate::layout::ArchiveFormat;
 use crate::module_archive::{self, ModuleArchiveError, ModuleLimits};
 use crate::names::ModuleAddress;
-use crate::store::{ArtifactStore, ModuleArchive, ObjectMeta, Record, RecordId, StoreError};
+use crate::store::{ModuleArchive, Record, RecordId, StoreError};
 use crate::version::Version;
 
 /// The largest module archive published (real ones are kilobytes to a few megabytes).
 pub const MAX_MODULE_ARCHIVE_BYTES: u64 = 1024 * 1024 * 1024;
-
-/// A verdict on an archive (`Ok(Err(reason))`), or a store failure (`Err`).
-type Verdict<T> = Result<Result<T, String>, StoreError>;
 
 impl Indexer {
     /// Records a module archive, or forgets it when it is gone or refused. Returns the
@@ -42,7 +40,14 @@ impl Indexer {
                 return Ok(None); // checked and recorded already
             }
         }
-        let opened = match open_archive(self.artifacts.as_ref(), key).await? {
+        let opened = match spool::open(
+            self.artifacts.as_ref(),
+            key,
+            MAX_MODULE_ARCHIVE_BYTES,
+            too_large,
+        )
+        .await?
+        {
             Ok(Some(opened)) => opened,
             Ok(None) => {
                 self.metadata.delete(&id).await?;
@@ -80,62 +85,10 @@ impl Indexer {
     }
 }
 
-/// An archive opened for checking: the store's own file, or a spooled copy of a remote one.
-struct Opened {
-    file: File,
-    meta: ObjectMeta,
-    /// Keeps a spooled copy alive (and deletes it after).
-    _spool: Option<tempfile::NamedTempFile>,
-}
-
 fn too_large(size: u64) -> String {
     format!(
         "the archive is {size} bytes, more than the {MAX_MODULE_ARCHIVE_BYTES} a module archive may have"
     )
-}
-
-/// Opens an archive in place when the store keeps local files, else spools a copy of at
-/// most [`MAX_MODULE_ARCHIVE_BYTES`] into a temporary file (the zip reader needs to seek).
-async fn open_archive(artifacts: &dyn ArtifactStore, key: &str) -> Verdict<Option<Opened>> {
-    let max = MAX_MODULE_ARCHIVE_BYTES;
-    if let Some((file, meta)) = artifacts.open_local(key).await? {
-        if meta.size > max {
-            return Ok(Err(too_large(meta.size)));
-        }
-        return Ok(Ok(Some(Opened {
-            file,
-            meta,
-            _spool: None,
-        })));
-    }
-    let Some(mut body) = artifacts.open(key).await? else {
-        return Ok(Ok(None));
-    };
-    if body.meta.size > max {
-        return Ok(Err(too_large(body.meta.size)));
-    }
-    let temporary = |e| StoreError::with_source("cannot write a temporary file", e);
-    let spool = tempfile::NamedTempFile::new().map_err(temporary)?;
-    let mut writer = tokio::fs::File::from_std(spool.reopen().map_err(temporary)?);
-    let mut limited = tokio::io::AsyncReadExt::take(&mut body.reader, max + 1);
-    let copied = tokio::io::copy(&mut limited, &mut writer)
-        .await
-        .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
-    tokio::io::AsyncWriteExt::flush(&mut writer)
-        .await
-        .map_err(temporary)?;
-    if copied > max {
-        return Ok(Err(too_large(copied)));
-    }
-    if copied != body.meta.size {
-        // Replaced while it was read: its next event reads it again.
-        return Ok(Err("the file changed while it was being read".into()));
-    }
-    Ok(Ok(Some(Opened {
-        file: spool.reopen().map_err(temporary)?,
-        meta: body.meta,
-        _spool: Some(spool),
-    })))
 }
 
 /// Checks an archive on a blocking thread.

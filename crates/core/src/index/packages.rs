@@ -13,23 +13,13 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 
+use super::spool::{self, Opened, Verdict};
 use super::Indexer;
 use crate::hash::{self, HashError, PackageHashes};
 use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::providers::signed_entries;
-use crate::store::{partition, ObjectMeta, PackageRecord, Record, RecordId, StoreError};
+use crate::store::{partition, PackageRecord, Record, RecordId, StoreError};
 use crate::version::Version;
-
-/// A package opened for hashing: the store's own file, or a spooled copy of a remote one.
-struct Opened {
-    file: File,
-    meta: ObjectMeta,
-    /// Keeps a spooled copy alive (and deletes it after).
-    _spool: Option<tempfile::NamedTempFile>,
-}
-
-/// A verdict on a package's content, or a store failure (`Err`).
-type Verdict<T> = Result<Result<T, String>, StoreError>;
 
 impl Indexer {
     /// Records a package's hashes, or forgets it when it is gone. Returns the problem.
@@ -233,44 +223,8 @@ impl Indexer {
     /// spooled copy. `Ok(Err(_))` is a verdict (too large); `Ok(Ok(None))`: no such file.
     async fn open_package(&self, key: &str) -> Verdict<Option<Opened>> {
         let max = self.limits.max_package_bytes;
-        let too_large = |size: u64| Err(HashError::TooLarge { size, max }.to_string());
-        if let Some((file, meta)) = self.artifacts.open_local(key).await? {
-            if meta.size > max {
-                return Ok(too_large(meta.size));
-            }
-            return Ok(Ok(Some(Opened {
-                file,
-                meta,
-                _spool: None,
-            })));
-        }
-        let Some(mut body) = self.artifacts.open(key).await? else {
-            return Ok(Ok(None));
-        };
-        if body.meta.size > max {
-            return Ok(too_large(body.meta.size));
-        }
-        let spool = tempfile::NamedTempFile::new()
-            .map_err(|e| StoreError::with_source("cannot create a temporary file", e))?;
-        let file = spool
-            .reopen()
-            .map_err(|e| StoreError::with_source("cannot open a temporary file", e))?;
-        let mut writer = tokio::fs::File::from_std(file);
-        let mut limited = tokio::io::AsyncReadExt::take(&mut body.reader, max + 1);
-        let copied = tokio::io::copy(&mut limited, &mut writer)
-            .await
-            .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
-        if copied > max {
-            return Ok(too_large(copied));
-        }
-        let file = spool
-            .reopen()
-            .map_err(|e| StoreError::with_source("cannot open a temporary file", e))?;
-        Ok(Ok(Some(Opened {
-            file,
-            meta: body.meta,
-            _spool: Some(spool),
-        })))
+        let too_large = |size: u64| HashError::TooLarge { size, max }.to_string();
+        spool::open(self.artifacts.as_ref(), key, max, too_large).await
     }
 }
 
