@@ -7,5 +7,6 @@ mod hostile;
 mod lambda;
 mod modules;
 mod providers;
+mod publish;
 mod serve;
 mod stack;

@@ -18,8 +18,12 @@ pub use raw::{raw_request, raw_until_close, RawResponse};
 pub use static_site::{Page, StaticSite};
 pub use tempfile::TempDir;
 
-/// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder).
+/// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder),
+/// or the one `TFREG_BIN` names (for builds that share a target directory).
 pub fn tfreg_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("TFREG_BIN") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("the test binary has a path");
     // Tests run from target/<profile>/deps/, binaries (tfreg-stack) from target/<profile>/.
     let mut dir = exe.parent().expect("target/<profile>/...");
@@ -53,6 +57,33 @@ pub fn tfreg_with_env(args: &[&str], env: &[(&str, String)]) -> String {
         describe(&output)
     );
     String::from_utf8(output.stdout).unwrap()
+}
+
+/// Runs `tfreg ARGS...` with more environment; returns its exit status, stdout and stderr.
+pub fn tfreg_run(args: &[&str], env: &[(&str, String)]) -> (i32, String, String) {
+    let output = Command::new(tfreg_bin())
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("tfreg runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Runs `tfreg status ARGS...`, asserting it could read the registry (exit status 0, or 3
+/// when it lists something refused); returns its stdout.
+pub fn tfreg_status(args: &[&str], env: &[(&str, String)]) -> String {
+    let mut all = vec!["status"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = tfreg_run(&all, env);
+    assert!(
+        code == 0 || code == 3,
+        "tfreg {all:?} failed ({code}):\n{stdout}{stderr}"
+    );
+    stdout
 }
 
 /// Fails the test, with install instructions, when `terraform` is not on PATH.
