@@ -100,6 +100,13 @@ impl Destination {
         if let Some(why) = self.store().refusal(key).await? {
             return Ok(Existing::Refused(why));
         }
+        // S3 answers a read of a missing key with 403, not 404, to a publisher who may list
+        // only the namespace's prefixes (README, Permissions): ask the listing first.
+        if let Destination::Bucket { uploader, .. } = self {
+            if !uploader.list(key).await?.iter().any(|k| k == key) {
+                return Ok(Existing::Absent);
+            }
+        }
         let Some(body) = self.store().open(key).await? else {
             return Ok(Existing::Absent);
         };

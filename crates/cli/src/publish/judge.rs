@@ -164,3 +164,154 @@ pub fn judge(
     }
     outcome(reasons, format!("version {version} is not served yet"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::{Subject, Upload};
+    use crate::report::{FileRef, ModuleVersionStatus, PlatformStatus, ProviderVersionStatus};
+    use tfreg_core::{ModuleAddress, ProviderAddress, Version};
+
+    fn upload(key: &str, sha256: &str, role: Role) -> Upload {
+        Upload {
+            key: key.into(),
+            path: "/nonexistent".into(),
+            size: 1,
+            sha256: sha256.into(),
+            role,
+        }
+    }
+
+    fn module_plan() -> Plan {
+        Plan {
+            subject: Subject::Module {
+                address: ModuleAddress::parse("acme", "network", "aws").unwrap(),
+                version: Version::parse("1.0.0").unwrap(),
+            },
+            files: vec![upload(KEY, "aaa", Role::ModuleArchive)],
+        }
+    }
+
+    const KEY: &str = "modules/acme/network/aws/1.0.0.tar.gz";
+
+    fn served_module(sha256: &str, revision: &str) -> Observation {
+        Observation {
+            module: Some(ModuleStatus {
+                address: "acme/network/aws".into(),
+                versions: vec![ModuleVersionStatus {
+                    version: "1.0.0".into(),
+                    key: KEY.into(),
+                    sha256: sha256.into(),
+                    revision: revision.into(),
+                }],
+            }),
+            ..Observation::default()
+        }
+    }
+
+    fn revisions(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, r)| (k.to_string(), r.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_module_is_served_only_from_the_bytes_and_revision_published() {
+        let plan = module_plan();
+        let published = revisions(&[(KEY, "r2")]);
+        assert_eq!(
+            judge(&plan, &published, &served_module("aaa", "r2")),
+            Judgement::Served(Served::Module)
+        );
+        // An index that has not seen the new revision yet is still waited on,
+        assert!(matches!(
+            judge(&plan, &published, &served_module("aaa", "r1")),
+            Judgement::Pending(_)
+        ));
+        assert!(matches!(
+            judge(&plan, &published, &Observation::default()),
+            Judgement::Pending(_)
+        ));
+        // and a problem recorded for the published key is a refusal, with its reason.
+        let mut refused = Observation {
+            module: Some(ModuleStatus::default()),
+            ..Observation::default()
+        };
+        refused.problems.push(Problem {
+            key: KEY.into(),
+            reason: "not a gzip archive".into(),
+            ..Problem::default()
+        });
+        refused.problems.push(Problem {
+            key: "modules/acme/other/aws/1.0.0.tar.gz".into(),
+            reason: "not ours".into(),
+            ..Problem::default()
+        });
+        assert_eq!(
+            judge(&plan, &published, &refused),
+            Judgement::Refused(vec![format!("{KEY}: not a gzip archive")])
+        );
+    }
+
+    #[test]
+    fn a_provider_is_served_when_every_platform_published_is() {
+        let dir = "providers/acme/widget/1.0.0/terraform-provider-widget_1.0.0";
+        let (zip, sums, sig) = (
+            format!("{dir}_linux_amd64.zip"),
+            format!("{dir}_SHA256SUMS"),
+            format!("{dir}_SHA256SUMS.sig"),
+        );
+        let plan = Plan {
+            subject: Subject::Provider {
+                address: ProviderAddress::parse("acme", "widget").unwrap(),
+                version: Version::parse("1.0.0").unwrap(),
+            },
+            files: vec![
+                upload(&zip, "zzz", Role::Package("linux_amd64".into())),
+                upload(&sums, "sss", Role::Sums),
+                upload(&sig, "ggg", Role::Signature),
+            ],
+        };
+        let published = revisions(&[(&zip, "1"), (&sums, "1"), (&sig, "1")]);
+        let file = |key: &str| {
+            Some(FileRef {
+                key: key.into(),
+                revision: "1".into(),
+            })
+        };
+        let mut release = ProviderVersionStatus {
+            version: "1.0.0".into(),
+            served: true,
+            signed_by: Some("ABC".into()),
+            protocols: vec!["5.0".into()],
+            problems: vec![],
+            platforms: vec![PlatformStatus {
+                platform: "linux_amd64".into(),
+                served: true,
+                problem: None,
+                package: file(&zip),
+                sha256: Some("zzz".into()),
+            }],
+            shasums: file(&sums),
+            signature: file(&sig),
+        };
+        let observe = |release: &ProviderVersionStatus| Observation {
+            provider: Some(ProviderStatus {
+                address: "acme/widget".into(),
+                versions: vec![release.clone()],
+            }),
+            ..Observation::default()
+        };
+        assert!(matches!(
+            judge(&plan, &published, &observe(&release)),
+            Judgement::Served(Served::Provider { .. })
+        ));
+        release.platforms[0].served = false;
+        release.platforms[0].problem = Some("does not match SHA256SUMS".into());
+        assert_eq!(
+            judge(&plan, &published, &observe(&release)),
+            Judgement::Pending(vec!["linux_amd64: does not match SHA256SUMS".into()])
+        );
+    }
+}

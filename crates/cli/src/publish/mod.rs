@@ -38,7 +38,8 @@ Exit status:
   1  failed: a file or the destination could not be read or written, no `tfreg serve` is
      watching the data directory, or the wait timed out
   2  bad usage
-  3  refused: a check failed and nothing was uploaded, or the registry refused what was";
+  3  refused: a check failed (nothing was uploaded), or the registry refused what was
+     uploaded; the reasons follow `refused:` on stderr";
 
 #[derive(Args, Debug)]
 #[command(after_help = EXIT_STATUS)]
