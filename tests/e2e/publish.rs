@@ -297,6 +297,35 @@ fn refused_publishes_exit_3_with_the_reason_and_upload_nothing() {
     );
     assert_eq!(std::fs::read(&key_path).unwrap(), original);
 
+    // The same version in another format would change what is served: refused too.
+    let zip = work.path().join("network-1.0.0.zip");
+    std::fs::write(
+        &zip,
+        tfreg_e2e::zip(&[("main.tf", b"output \"v\" { value = 1 }\n", 0o644)]),
+    )
+    .unwrap();
+    let (code, out, err) = tfreg_run(
+        &[
+            "publish",
+            "module",
+            s(&zip),
+            "acme/network/aws",
+            "1.0.0",
+            "--data",
+            s(data.path()),
+        ],
+        &[],
+    );
+    assert_eq!(code, REFUSED, "{out}{err}");
+    assert!(
+        err.contains("version 1.0.0 is already published as modules/acme/network/aws/1.0.0.tar.gz"),
+        "{err}"
+    );
+    assert!(!data
+        .path()
+        .join("modules/acme/network/aws/1.0.0.zip")
+        .exists());
+
     // An unsigned release (no key of the namespace signed it) is refused before any upload,
     // with the registry's own reason.
     let dist = work.path().join("dist");
@@ -502,10 +531,14 @@ fn publishing_to_a_bucket_uploads_in_parts_and_waits_through_the_table() {
     );
     assert_eq!(head.content_type(), Some("application/gzip"));
 
-    // Published again, it is identical: nothing is uploaded.
+    // Published again, it is identical: nothing is uploaded (the object keeps its version).
     let (code, out, err) = tfreg_run(&args, &env);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("already published, identical"), "{out}");
+    let again = runtime
+        .block_on(s3.head_object().bucket(BUCKET).key(key).send())
+        .unwrap();
+    assert_eq!(again.version_id(), head.version_id());
 
     // A signed release and its key go up too, the signature last, and are served.
     let gpg = Gpg::new();
