@@ -13,7 +13,6 @@ use tfreg_aws::upload::Uploader;
 use tfreg_aws::S3ArtifactStore;
 use tfreg_core::layout::{classify, Classified};
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::store::ObjectMeta;
 use tfreg_core::ArtifactStore;
 use tfreg_local::FsArtifactStore;
 use tokio::io::AsyncReadExt;
@@ -126,11 +125,6 @@ impl Destination {
         Ok(Existing::File {
             sha256: hex::encode(sha2::Digest::finalize(hasher)),
         })
-    }
-
-    /// The file's revision, as the registry's index records it.
-    pub async fn head(&self, key: &str) -> anyhow::Result<Option<ObjectMeta>> {
-        Ok(self.store().head(key).await?)
     }
 
     /// Every key under `prefix` (a folder, ending in `/`) that the registry would read.

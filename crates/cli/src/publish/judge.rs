@@ -2,7 +2,7 @@
 //! upload (on the staged files) and for the wait after it (on the destination's index), so
 //! "it would be served" and "it is served" mean the same thing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::{Plan, Role};
 use crate::report::{ModuleStatus, Problem, ProviderStatus};
@@ -39,13 +39,12 @@ pub enum Judgement {
     Pending(Vec<String>),
 }
 
-/// Judges `plan`'s version: served only from the published files, each at the revision in
-/// `revisions` (by key) and with its SHA-256.
-pub fn judge(
-    plan: &Plan,
-    revisions: &BTreeMap<String, String>,
-    observation: &Observation,
-) -> Judgement {
+/// Judges `plan`'s version: served only from the published files (their keys, and for
+/// archives and packages their SHA-256; a release's SHA256SUMS and signature cannot differ
+/// from what was published once its packages match, since different bytes under a key are
+/// refused before upload). Revisions are not compared: the registry may serve a version from
+/// a copy it keeps of the first bytes published.
+pub fn judge(plan: &Plan, observation: &Observation) -> Judgement {
     let keys: BTreeSet<&str> = plan.files.iter().map(|f| f.key.as_str()).collect();
     let refusals: Vec<String> = observation
         .problems
@@ -54,8 +53,6 @@ pub fn judge(
         .map(|p| format!("{}: {}", p.key, p.reason))
         .collect();
     let version = plan.subject.version().to_string();
-    let is_current =
-        |key: &str, revision: &str| revisions.get(key).map(String::as_str) == Some(revision);
     let outcome = |mut reasons: Vec<String>, fallback: String| {
         if !refusals.is_empty() {
             let mut all = refusals.clone();
@@ -74,11 +71,7 @@ pub fn judge(
         };
         let found = module.versions.iter().find(|v| v.version == version);
         return match found {
-            Some(v)
-                if v.key == archive.key
-                    && is_current(&v.key, &v.revision)
-                    && v.sha256 == archive.sha256 =>
-            {
+            Some(v) if v.key == archive.key && v.sha256 == archive.sha256 => {
                 Judgement::Served(Served::Module)
             }
             Some(v) if v.key != archive.key => outcome(
@@ -109,9 +102,7 @@ pub fn judge(
     let file_of = |role: &Role| plan.files.iter().find(|f| &f.role == role);
     let matches =
         |served: &Option<crate::report::FileRef>, role: Role| match (served, file_of(&role)) {
-            (Some(served), Some(ours)) => {
-                served.key == ours.key && is_current(&served.key, &served.revision)
-            }
+            (Some(served), Some(ours)) => served.key == ours.key,
             _ => false,
         };
     let mut complete = release.served
@@ -124,9 +115,11 @@ pub fn judge(
         let status = release.platforms.iter().find(|p| &p.platform == platform);
         match status {
             Some(p) if p.served => {
-                let same = p.package.as_ref().is_some_and(|served| {
-                    served.key == file.key && is_current(&served.key, &served.revision)
-                }) && p.sha256.as_deref() == Some(file.sha256.as_str());
+                let same = p
+                    .package
+                    .as_ref()
+                    .is_some_and(|served| served.key == file.key)
+                    && p.sha256.as_deref() == Some(file.sha256.as_str());
                 if !same {
                     complete = false;
                     reasons.push(format!(
@@ -209,28 +202,20 @@ mod tests {
         }
     }
 
-    fn revisions(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, r)| (k.to_string(), r.to_string()))
-            .collect()
-    }
-
     #[test]
-    fn a_module_is_served_only_from_the_bytes_and_revision_published() {
+    fn a_module_is_served_only_from_the_bytes_published() {
         let plan = module_plan();
-        let published = revisions(&[(KEY, "r2")]);
         assert_eq!(
-            judge(&plan, &published, &served_module("aaa", "r2")),
+            judge(&plan, &served_module("aaa", "r2")),
             Judgement::Served(Served::Module)
         );
-        // An index that has not seen the new revision yet is still waited on,
+        // An index that does not serve these bytes (yet) is waited on,
         assert!(matches!(
-            judge(&plan, &published, &served_module("aaa", "r1")),
+            judge(&plan, &served_module("bbb", "r1")),
             Judgement::Pending(_)
         ));
         assert!(matches!(
-            judge(&plan, &published, &Observation::default()),
+            judge(&plan, &Observation::default()),
             Judgement::Pending(_)
         ));
         // and a problem recorded for the published key is a refusal, with its reason.
@@ -249,7 +234,7 @@ mod tests {
             ..Problem::default()
         });
         assert_eq!(
-            judge(&plan, &published, &refused),
+            judge(&plan, &refused),
             Judgement::Refused(vec![format!("{KEY}: not a gzip archive")])
         );
     }
@@ -273,7 +258,6 @@ mod tests {
                 upload(&sig, "ggg", Role::Signature),
             ],
         };
-        let published = revisions(&[(&zip, "1"), (&sums, "1"), (&sig, "1")]);
         let file = |key: &str| {
             Some(FileRef {
                 key: key.into(),
@@ -304,13 +288,13 @@ mod tests {
             ..Observation::default()
         };
         assert!(matches!(
-            judge(&plan, &published, &observe(&release)),
+            judge(&plan, &observe(&release)),
             Judgement::Served(Served::Provider { .. })
         ));
         release.platforms[0].served = false;
         release.platforms[0].problem = Some("does not match SHA256SUMS".into());
         assert_eq!(
-            judge(&plan, &published, &observe(&release)),
+            judge(&plan, &observe(&release)),
             Judgement::Pending(vec!["linux_amd64: does not match SHA256SUMS".into()])
         );
     }

@@ -552,19 +552,12 @@ async fn publish(
         println!("published {what}; not waiting until it is served: give --table (or TFREG_TABLE) to wait for the indexer");
         return Ok(ExitCode::SUCCESS);
     };
-    let mut revisions = std::collections::BTreeMap::new();
-    for file in &plan.files {
-        let meta = dest.head(&file.key).await?.with_context(|| {
-            format!("{} is gone just after publishing", dest.describe(&file.key))
-        })?;
-        revisions.insert(file.key.clone(), meta.revision);
-    }
     let timeout = options.wait_timeout;
     println!(
         "waiting until it is served (at most {})",
         humantime::format_duration(timeout)
     );
-    match observer.wait(&plan, &revisions, timeout).await? {
+    match observer.wait(&plan, timeout).await? {
         Waited::Served { served, hostname } => {
             let host = options
                 .hostname

@@ -3,7 +3,6 @@
 //! for a bucket, the table the indexer function writes. The same [`judge`] as the checks
 //! before upload decides.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,13 +119,8 @@ impl Observer {
         }
     }
 
-    /// Waits until `plan`'s files, at `revisions`, are served; at most `timeout`.
-    pub async fn wait(
-        &self,
-        plan: &Plan,
-        revisions: &BTreeMap<String, String>,
-        timeout: Duration,
-    ) -> anyhow::Result<Waited> {
+    /// Waits until `plan`'s files are served; at most `timeout`.
+    pub async fn wait(&self, plan: &Plan, timeout: Duration) -> anyhow::Result<Waited> {
         let started = Instant::now();
         let mut refused_since: Option<Instant> = None;
         let mut last = vec![];
@@ -140,7 +134,7 @@ impl Observer {
                 Seen::Observed {
                     observation,
                     hostname,
-                } => match judge(plan, revisions, &observation) {
+                } => match judge(plan, &observation) {
                     Judgement::Served(served) => return Ok(Waited::Served { served, hostname }),
                     Judgement::Refused(reasons) => {
                         let since = *refused_since.get_or_insert_with(Instant::now);
