@@ -42,6 +42,7 @@ pub fn find(
     let mut releases: BTreeMap<Version, Release> = BTreeMap::new();
     let mut ignored = Vec::new();
     let mut other_types = BTreeSet::new();
+    let mut bad_versions = BTreeSet::new();
     let mut names: Vec<(String, PathBuf, bool)> = vec![];
     for entry in entries {
         let entry = entry.map_err(|source| FindError::Io {
@@ -55,11 +56,18 @@ pub fn find(
     }
     names.sort();
     for (name, path, is_file) in names {
-        let parsed = is_file
+        let ours = is_file
             .then(|| strip_prefix_ignore_case(&name, &prefix))
             .flatten()
-            .and_then(|rest| rest.split_once('_'))
-            .and_then(|(version, rest)| Some((Version::parse(version).ok()?, rest)));
+            .and_then(|rest| rest.split_once('_'));
+        let parsed = match ours.map(|(version, rest)| (Version::parse(version), rest)) {
+            Some((Ok(version), rest)) => Some((version, rest)),
+            Some((Err(e), _)) => {
+                bad_versions.insert(format!("{name}: {e}"));
+                None
+            }
+            None => None,
+        };
         let Some((found_version, rest)) = parsed else {
             if is_file {
                 if let Some(other) = name
@@ -95,6 +103,13 @@ pub fn find(
     let version = match version {
         Some(v) => v.clone(),
         None => match releases.len() {
+            0 if !bad_versions.is_empty() => {
+                return Err(FindError::Refused(format!(
+                    "{} holds no release of {provider} with a version the registry takes ({})",
+                    dist.display(),
+                    bad_versions.into_iter().collect::<Vec<_>>().join("; ")
+                )))
+            }
             0 => {
                 return Err(FindError::Refused(match other_types.is_empty() {
                     true => format!(
@@ -240,6 +255,10 @@ mod tests {
             err.contains("several releases") && err.contains("1.0.0, 1.1.0"),
             "{err}"
         );
+
+        let d = dist(&["terraform-provider-widget_v1.0.0_SHA256SUMS"]);
+        let err = find(d.path(), &widget(), None).unwrap_err().to_string();
+        assert!(err.contains("leading 'v'"), "{err}");
 
         let d = dist(&["terraform-provider-gadget_1.0.0_SHA256SUMS"]);
         let err = find(d.path(), &widget(), None).unwrap_err().to_string();

@@ -4,6 +4,8 @@
 //! its wait on it. The JSON form is a stable interface (schema 1, README "tfreg status"):
 //! fields are only ever added.
 
+mod filter;
+
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
@@ -13,6 +15,8 @@ use tfreg_core::providers::{evaluate, CurrentKeys};
 use tfreg_core::store::{partition, MetadataStore, ProblemRecord, Record};
 use tfreg_core::tokens::Access;
 use tfreg_core::{Hostname, ModuleAddress, Origin, ProviderAddress, Registry, StoreError};
+
+pub use filter::Filter;
 
 /// The version of the JSON layout below.
 pub const SCHEMA: u32 = 1;
@@ -217,117 +221,6 @@ fn scope_of_raw_key(key: &str) -> (Option<&'static str>, Option<String>, Option<
             (Some("mirror"), folder(2), address)
         }
         _ => (None, None, None),
-    }
-}
-
-/// What to report on: `tfreg status NAMESPACE`, `NAMESPACE/TYPE` (a provider) or
-/// `NAMESPACE/NAME/SYSTEM` (a module), or `--namespace NS`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Filter {
-    namespace: Option<String>,
-    module: Option<ModuleAddress>,
-    provider: Option<ProviderAddress>,
-}
-
-impl Filter {
-    /// Everything.
-    pub fn all() -> Filter {
-        Filter::default()
-    }
-
-    /// From `--namespace` and an address; both must agree when both are given.
-    pub fn parse(namespace: Option<&str>, address: Option<&str>) -> Result<Filter, String> {
-        let mut filter = Filter::default();
-        if let Some(ns) = namespace {
-            if ns.is_empty() || ns.contains('/') {
-                return Err(format!(
-                    "--namespace {ns:?}: expected a namespace, like acme"
-                ));
-            }
-            filter.namespace = Some(ns.to_ascii_lowercase());
-        }
-        let Some(address) = address else {
-            return Ok(filter);
-        };
-        let parts: Vec<&str> = address.split('/').collect();
-        let namespace = match parts.as_slice() {
-            [ns] if !ns.is_empty() => ns.to_ascii_lowercase(),
-            [ns, type_] => {
-                let provider = ProviderAddress::parse(ns, type_)
-                    .map_err(|e| format!("{address:?} is not a provider address: {e}"))?;
-                let ns = provider.namespace.to_string();
-                filter.provider = Some(provider);
-                ns
-            }
-            [ns, name, system] => {
-                let module = ModuleAddress::parse(ns, name, system)
-                    .map_err(|e| format!("{address:?} is not a module address: {e}"))?;
-                let ns = module.namespace.to_string();
-                filter.module = Some(module);
-                ns
-            }
-            _ => {
-                return Err(format!(
-                    "{address:?}: expected NAMESPACE, NAMESPACE/TYPE (a provider) or NAMESPACE/NAME/SYSTEM (a module)"
-                ))
-            }
-        };
-        if filter.namespace.as_ref().is_some_and(|ns| *ns != namespace) {
-            return Err(format!(
-                "{address:?} is not in the namespace given with --namespace"
-            ));
-        }
-        filter.namespace = Some(namespace);
-        Ok(filter)
-    }
-
-    fn namespace(&self, namespace: &str) -> bool {
-        self.namespace.as_deref().is_none_or(|ns| ns == namespace)
-    }
-
-    pub fn module(&self, address: &ModuleAddress) -> bool {
-        self.provider.is_none()
-            && self.module.as_ref().is_none_or(|m| m == address)
-            && self.namespace(address.namespace.as_str())
-    }
-
-    pub fn provider(&self, provider: &ProviderAddress) -> bool {
-        self.module.is_none()
-            && self.provider.as_ref().is_none_or(|p| p == provider)
-            && self.namespace(provider.namespace.as_str())
-    }
-
-    /// Mirrored providers follow the namespace only (their hostname is another registry's).
-    fn mirrored(&self, provider: &ProviderAddress) -> bool {
-        self.module.is_none()
-            && self.provider.is_none()
-            && self.namespace(provider.namespace.as_str())
-    }
-
-    fn problem(&self, problem: &Problem) -> bool {
-        if self.namespace.is_none() {
-            return true;
-        }
-        let namespace_ok = problem
-            .namespace
-            .as_deref()
-            .is_some_and(|ns| self.namespace(ns));
-        let wanted = match (&self.module, &self.provider) {
-            (Some(m), _) => Some(("module", m.to_string())),
-            (_, Some(p)) => Some(("provider", p.to_string())),
-            _ => None,
-        };
-        match wanted {
-            None => namespace_ok,
-            // A key under the namespace (a signing key) concerns its providers too.
-            Some((kind, address)) => {
-                (problem.kind.as_deref() == Some(kind)
-                    && problem.address.as_deref() == Some(address.as_str()))
-                    || (kind == "provider"
-                        && problem.kind.as_deref() == Some("key")
-                        && namespace_ok)
-            }
-        }
     }
 }
 
@@ -601,32 +494,5 @@ mod tests {
         );
         let p = problem("modules/acme.tar.gz");
         assert_eq!((p.kind.as_deref(), p.namespace), (Some("module"), None));
-    }
-
-    #[test]
-    fn filters_by_namespace_or_address() {
-        let module = ModuleAddress::parse("acme", "network", "aws").unwrap();
-        let other = ModuleAddress::parse("globex", "network", "aws").unwrap();
-        let provider = ProviderAddress::parse("acme", "widget").unwrap();
-
-        let ns = Filter::parse(Some("ACME"), None).unwrap();
-        assert!(ns.module(&module) && !ns.module(&other) && ns.provider(&provider));
-        assert!(ns.problem(&problem("keys/acme/ci.asc")));
-        assert!(!ns.problem(&problem("keys/globex/ci.asc")));
-        assert!(!ns.problem(&problem("README.md")));
-
-        let m = Filter::parse(None, Some("acme/network/aws")).unwrap();
-        assert!(m.module(&module) && !m.provider(&provider));
-        assert!(m.problem(&problem("modules/acme/network/aws/1.0.0.zip")));
-        assert!(!m.problem(&problem("modules/acme/dns/aws/1.0.0.zip")));
-
-        let p = Filter::parse(None, Some("acme/widget")).unwrap();
-        assert!(p.provider(&provider) && !p.module(&module));
-        // The namespace's signing keys concern its providers.
-        assert!(p.problem(&problem("keys/acme/ci.asc")));
-
-        assert!(Filter::parse(None, Some("a/b/c/d")).is_err());
-        assert!(Filter::parse(Some("globex"), Some("acme/widget")).is_err());
-        assert_eq!(Filter::parse(None, None).unwrap(), Filter::all());
     }
 }
