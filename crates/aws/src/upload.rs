@@ -43,6 +43,7 @@ pub struct Uploader {
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
 impl Uploader {
+    /// Uploads into `bucket`, in parts of [`DEFAULT_PART_SIZE`] past that size.
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
         Self {
             client,
@@ -57,10 +58,12 @@ impl Uploader {
         self
     }
 
+    /// The size of a part, and the size past which a file goes up in parts.
     pub fn part_size(&self) -> u64 {
         self.part_size
     }
 
+    /// The bucket uploaded into.
     pub fn bucket(&self) -> &str {
         &self.bucket
     }

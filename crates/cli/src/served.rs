@@ -26,6 +26,8 @@ pub const STALE_AFTER: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(500);
 /// Verdicts that depend on time (a key's expiry) are refreshed this often.
 const REFRESH: Duration = Duration::from_secs(60);
+/// The largest file read (a registry of many thousands of versions stays far below).
+const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The file's content.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,6 +39,7 @@ pub struct ServedFile {
 /// Which server writes it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
+    /// Its process id.
     pub pid: u32,
     /// `https://ADDR`
     pub url: String,
@@ -161,6 +164,12 @@ pub fn read(data: &Path) -> Result<ServedFile, String> {
         .ok()
         .and_then(|m| SystemTime::now().duration_since(m).ok())
         .unwrap_or_default();
+    if meta.len() > MAX_BYTES {
+        return Err(format!(
+            "{} is larger than {MAX_BYTES} bytes",
+            path.display()
+        ));
+    }
     if age > STALE_AFTER {
         return Err(format!(
             "{} was last updated {}s ago",

@@ -55,6 +55,7 @@ pub enum Waited {
 }
 
 impl Observer {
+    /// What the index says now of `plan`'s version.
     pub async fn observe(&self, plan: &Plan) -> anyhow::Result<Seen> {
         match self {
             Observer::Server { data } => {

@@ -60,6 +60,7 @@ pub struct ProviderStatus {
     pub versions: Vec<ProviderVersionStatus>,
 }
 
+/// The judgement on one provider version.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderVersionStatus {
     pub version: String,
