@@ -12,7 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::Origin;
-use tfreg_e2e::{publish, raw_request, tar_gz, tfreg, wait_until, RawResponse, Server, TempDir};
+use tfreg_e2e::{
+    publish, raw_request, tar_gz, tfreg_status, wait_until, RawResponse, Server, TempDir,
+};
 
 /// The overlapping-entries bomb, in miniature (real ones chain thousands of entries to
 /// inflate to terabytes).
@@ -175,7 +177,7 @@ fn links_fifos_and_bombs_in_the_data_dir_are_refused_and_never_wedge_the_server(
         "acme/fifo/aws",
     ];
     let hard_link_seen = wait_until(Duration::from_secs(10), || {
-        tfreg(&["status", "--data", root.to_str().unwrap()]).contains("modules/evil/hard")
+        tfreg_status(&["--data", root.to_str().unwrap()], &[]).contains("modules/evil/hard")
     });
     assert!(hard_link_seen, "the watcher never saw the hard link");
     for module in evil {
@@ -210,7 +212,7 @@ fn links_fifos_and_bombs_in_the_data_dir_are_refused_and_never_wedge_the_server(
     assert_eq!(client.get(&url).send().unwrap().status(), 403);
 
     // The publisher is told why each file is never served.
-    let status = tfreg(&["status", "--data", root.to_str().unwrap()]);
+    let status = tfreg_status(&["--data", root.to_str().unwrap()], &[]);
     for (key, reason) in [
         ("modules/evil/passwd/aws/1.0.0.tar.gz", "symbolic link"),
         ("modules/usr", "symbolic link"),

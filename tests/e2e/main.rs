@@ -10,5 +10,6 @@ mod module_checks;
 mod modules;
 mod provider_checks;
 mod providers;
+mod publish;
 mod serve;
 mod stack;

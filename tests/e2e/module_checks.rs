@@ -9,8 +9,7 @@ use std::io::Write;
 use tar::{EntryType, Header};
 use tfreg_core::module_archive::{archive_of, ArchiveFormat};
 use tfreg_e2e::{
-    publish, test_certificate, tfreg, tfreg_with_env, Moto, Page, Server, StaticSite, TempDir,
-    Terraform,
+    publish, test_certificate, tfreg_with_env, Moto, Page, Server, StaticSite, TempDir, Terraform,
 };
 
 const MAIN: &str = "variable \"cidr\" {\n  default = \"10.0.0.0/16\"\n}\n";
@@ -252,7 +251,7 @@ fn refused_archives_are_never_offered_and_status_says_why() {
     // then only the valid version is offered,
     assert_eq!(server.module_versions("acme/network/aws"), ["1.0.0"]);
     // each refusal is in `tfreg status` and the log, with its reason,
-    let status = tfreg(&["status", "--data", data.path().to_str().unwrap()]);
+    let status = tfreg_e2e::tfreg_status(&["--data", data.path().to_str().unwrap()], &[]);
     assert!(
         status
             .lines()
@@ -486,7 +485,7 @@ fn refusals_reach_status_in_the_aws_shape_too() {
     );
 
     // then only the valid version is offered, and status gives each refusal's reason.
-    let status = tfreg_with_env(&["status", "--table", table, "--bucket", bucket], &env);
+    let status = tfreg_e2e::tfreg_status(&["--table", table, "--bucket", bucket], &env);
     assert!(
         status
             .lines()

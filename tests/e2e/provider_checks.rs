@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use tfreg_e2e::{
     provider_release, provider_zip, publish, sha256_hex, terraform_platform, test_certificate,
-    tfreg, tfreg_with_env, wait_until, zip, Gpg, Moto, Page, Server, StaticSite, TempDir,
-    Terraform,
+    tfreg_with_env, wait_until, zip, Gpg, Moto, Page, Server, StaticSite, TempDir, Terraform,
 };
 
 const HOST: &str = "registry.example.test";
@@ -562,7 +561,7 @@ fn the_local_registry_refuses_them_with_the_reason_and_serves_what_terraform_acc
         assert_eq!(status, 404, "{type_} is offered by the mirror");
     }
     // `tfreg status` tells the publisher why, for each.
-    let status = tfreg(&["status", "--data", data.path().to_str().unwrap()]);
+    let status = tfreg_e2e::tfreg_status(&["--data", data.path().to_str().unwrap()], &[]);
     for case in &refused {
         let key = format!("{}/{}", case.release.folder(), case.file);
         let reason = status_reason(&status, &key);
@@ -594,7 +593,7 @@ fn the_aws_shape_refuses_them_with_the_reason() {
     assert!(out.contains("0 failed"), "{out}");
 
     // then the status of the table gives each reason, and none is served.
-    let status = tfreg_with_env(&["status", "--table", TABLE, "--bucket", BUCKET], &env);
+    let status = tfreg_e2e::tfreg_status(&["--table", TABLE, "--bucket", BUCKET], &env);
     assert!(!status.contains("served, signed by"), "{status}");
     for case in &refused {
         let key = format!("{}/{}", case.release.folder(), case.file);

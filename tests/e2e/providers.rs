@@ -303,7 +303,7 @@ fn releases_that_cannot_be_verified_are_never_offered() {
     let log = server.log();
     assert!(log.contains("EdDSA keys cannot be used"), "{log}");
     // and in `tfreg status`, for every release.
-    let status = tfreg_e2e::tfreg(&["status", "--data", data.path().to_str().unwrap()]);
+    let status = tfreg_e2e::tfreg_status(&["--data", data.path().to_str().unwrap()], &[]);
     for expected in [
         "acme/tampered",
         "does not match SHA256SUMS",

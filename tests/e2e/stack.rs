@@ -125,8 +125,8 @@ fn install_through_the_stack(download_mode: &str) {
     stack.upload(&sums_key, &other.last().unwrap().1);
     stack.deliver(&[module, &own_zip, &sums_key]);
     // then each is refused with the reason, as `tfreg status` shows,
-    let status = tfreg_with_env(
-        &["status", "--table", &stack.table, "--bucket", &stack.bucket],
+    let status = tfreg_e2e::tfreg_status(
+        &["--table", &stack.table, "--bucket", &stack.bucket],
         &stack.env,
     );
     for key in [module, own_zip.as_str(), sums_key.as_str()] {

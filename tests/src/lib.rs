@@ -60,6 +60,33 @@ pub fn tfreg_with_env(args: &[&str], env: &[(&str, String)]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// Runs `tfreg ARGS...` with more environment; returns its exit status, stdout and stderr.
+pub fn tfreg_run(args: &[&str], env: &[(&str, String)]) -> (i32, String, String) {
+    let output = Command::new(tfreg_bin())
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("tfreg runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Runs `tfreg status ARGS...`, asserting it could read the registry (exit status 0, or 3
+/// when it lists something refused); returns its stdout.
+pub fn tfreg_status(args: &[&str], env: &[(&str, String)]) -> String {
+    let mut all = vec!["status"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = tfreg_run(&all, env);
+    assert!(
+        code == 0 || code == 3,
+        "tfreg {all:?} failed ({code}):\n{stdout}{stderr}"
+    );
+    stdout
+}
+
 /// Fails the test, with install instructions, when `terraform` is not on PATH.
 pub fn require_terraform() {
     let found = Command::new("terraform")

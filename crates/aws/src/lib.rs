@@ -6,6 +6,7 @@ pub mod config;
 pub mod dynamo;
 pub mod s3;
 pub mod settings;
+pub mod upload;
 pub mod wiring;
 
 pub use config::{config_loader, dynamodb_client, s3_client, sdk_config};

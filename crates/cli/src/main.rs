@@ -2,7 +2,10 @@
 //! the adapters; no registry logic lives here.
 
 mod aws;
+mod publish;
+mod report;
 mod serve;
+mod served;
 mod status;
 mod token;
 
@@ -31,6 +34,9 @@ enum Command {
     Token(token::TokenArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
     Status(status::StatusArgs),
+    /// Publish a module or a provider release, checked as the registry checks it, and wait
+    /// until it is served.
+    Publish(publish::PublishArgs),
     /// Print the `h1:` and `zh:` hashes of provider packages, as lock files record them.
     Hash {
         /// Provider package zips.
@@ -44,6 +50,8 @@ fn main() -> ExitCode {
     // The server logs every request; one-shot commands only what went wrong.
     init_tracing(match cli.command {
         Command::Serve(_) => "info",
+        // Its checks index the files to publish: what they refuse is printed, not logged.
+        Command::Publish(_) => "error",
         _ => "warn",
     });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -56,24 +64,36 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let done = |result: anyhow::Result<()>| result.map(|()| ExitCode::SUCCESS);
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => done(serve::run(args).await),
             Command::Status(args) => status::run(args).await,
-            Command::Token(args) => token::run(args).await,
-            Command::Reindex(args) => aws::reindex(args).await,
-            Command::Hash { files } => hash(files),
+            Command::Publish(args) => publish::run(args).await,
+            Command::Token(args) => done(token::run(args).await),
+            Command::Reindex(args) => done(aws::reindex(args).await),
+            Command::Hash { files } => done(hash(files)),
         }
     });
     // Blocking work still running (a package being hashed) must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(exit::FAILED)
         }
     }
+}
+
+/// Exit statuses beyond 0, the same for every command (2 is a usage error, from clap).
+mod exit {
+    /// Something could not be done: a file or store could not be read or written, a wait
+    /// timed out.
+    pub const FAILED: u8 = 1;
+    /// Something is refused: `tfreg publish`'s checks failed, or `tfreg status` lists a
+    /// refusal.
+    pub const REFUSED: u8 = 3;
 }
 
 /// Runs a full reindex with a progress bar on stderr; `template` says what is counted.

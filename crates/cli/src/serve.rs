@@ -153,7 +153,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         format!("--hostname {hostname:?} is not a hostname Terraform can use in provider addresses")
     })?;
 
-    let (app, _watcher) = match &aws {
+    let (app, _watcher, _snapshots) = match &aws {
         Some((table, bucket)) => {
             let redirect = (args.downloads == DownloadMode::Redirect).then(|| signer.clone());
             let aws =
@@ -164,7 +164,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public.public).then_some(aws.tokens);
             // With presigned downloads there is nothing for this server to sign.
             let app = tfreg_http::router(AppState::new(registry, redirect, tokens));
-            (app, None)
+            (app, None, None)
         }
         _ => {
             let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
@@ -179,6 +179,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 ..WatchOptions::default()
             };
             let watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
+            // What is served, for `tfreg publish` to wait on, from the first file indexed.
+            let snapshots = crate::served::start(
+                &data,
+                metadata.clone(),
+                Registry::new(metadata.clone(), artifacts.clone())
+                    .with_hostname(registry_hostname.clone()),
+                crate::served::ServerInfo {
+                    pid: std::process::id(),
+                    url: format!("https://{local_addr}"),
+                    hostname: hostname.clone(),
+                },
+            );
             // Answering from a complete index is worth a short wait; a slow or hostile file
             // is worth none: past the wait, the server answers from what is indexed so far.
             let mut stopped = stop.clone();
@@ -215,7 +227,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 Some(tokens)
             };
             let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
-            (app, Some(watcher))
+            (app, Some(watcher), Some(snapshots))
         }
     };
 

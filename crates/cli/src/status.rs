@@ -1,24 +1,39 @@
 //! `tfreg status`: what a data directory publishes, and why anything in it is not served.
 //! It indexes the directory itself with the server's own rules, so it needs no running
-//! server and always agrees with what one would serve.
+//! server and always agrees with what one would serve. For scripts: `--json` (the document
+//! of [`crate::report`]), a filter by namespace or address, and exit status 3 when anything
+//! within the filter is refused.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
-use tfreg_core::layout::{classify, Artifact, Classified};
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::tokens::Access;
-use tfreg_core::{ArtifactStore, Hostname, Indexer, Origin, Registry};
+use tfreg_core::{ArtifactStore, Indexer, MetadataStore, Registry};
 use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
+use crate::report::{self, Filter, Scope, StatusDoc};
+
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Exit status: 0 when nothing (within the filter) is refused; 3 when something is (a file that \
+is never served, a provider version not served, a platform not offered); 1 when the \
+registry could not be read.")]
 pub struct StatusArgs {
+    /// Report only on this: a namespace (`acme`), a provider (`acme/widget`) or a module
+    /// (`acme/network/aws`).
+    address: Option<String>,
+    /// Report only on this namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Print the report as JSON (schema 1, described in the README).
+    #[arg(long)]
+    json: bool,
     /// The data directory, laid out like the registry's S3 bucket.
     #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
     data: PathBuf,
@@ -34,16 +49,24 @@ pub struct StatusArgs {
     hostname: HostnameSetting,
 }
 
-pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
+pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let filter = Filter::parse(args.namespace.as_deref(), args.address.as_deref())
+        .map_err(anyhow::Error::msg)?;
     if args.table.table.is_some() || args.bucket.bucket.is_some() {
         let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
         // The table already holds the indexer's verdicts: report them as they stand.
         let aws =
             crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await;
         let keys = aws.artifacts.list().await?;
-        let registry = Registry::new(aws.metadata, aws.artifacts);
-        print!("{}", report(&registry, &keys).await?);
-        return Ok(());
+        let registry = Registry::new(aws.metadata.clone(), aws.artifacts);
+        let doc = report::build(
+            &registry,
+            aws.metadata.as_ref(),
+            &Scope::from_keys(&keys),
+            &filter,
+        )
+        .await?;
+        return print(&doc, args.json);
     }
     let data = args
         .data
@@ -62,69 +85,62 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<()> {
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 
-    let registry = Registry::new(metadata, artifacts.clone());
+    let registry = Registry::new(metadata.clone(), artifacts.clone());
     let keys = artifacts.list().await?;
-    print!("{}", report(&registry, &keys).await?);
+    let metadata: &dyn MetadataStore = metadata.as_ref();
+    let doc = report::build(&registry, metadata, &Scope::from_keys(&keys), &filter).await?;
+    let code = print(&doc, args.json)?;
     if summary.failed > 0 {
         anyhow::bail!(
             "{} files could not be read; see the log above",
             summary.failed
         );
     }
-    Ok(())
+    Ok(code)
+}
+
+/// Prints the document; the exit status says whether anything is refused.
+fn print(doc: &StatusDoc, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(doc)?);
+    } else {
+        print!("{}", text(doc)?);
+    }
+    Ok(match doc.refused {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(crate::exit::REFUSED),
+    })
 }
 
 /// The status report, as text.
-async fn report(registry: &Registry, keys: &[String]) -> anyhow::Result<String> {
-    let mut modules = BTreeSet::new();
-    let mut providers = BTreeSet::new();
-    let mut mirrored = BTreeSet::new();
-    for key in keys {
-        match classify(key) {
-            Classified::Artifact(Artifact::ModuleArchive { address, .. }) => {
-                modules.insert(address);
-            }
-            Classified::Artifact(
-                Artifact::ProviderPackage { provider, .. }
-                | Artifact::ProviderReleaseFile { provider, .. },
-            ) => {
-                providers.insert(provider);
-            }
-            Classified::Artifact(Artifact::MirrorPackage {
-                hostname, provider, ..
-            }) => {
-                mirrored.insert((hostname, provider));
-            }
-            _ => {}
-        }
-    }
+fn text(doc: &StatusDoc) -> anyhow::Result<String> {
     let mut out = String::new();
     writeln!(out, "Modules:")?;
-    if modules.is_empty() {
+    if doc.modules.is_empty() {
         writeln!(out, "  (none)")?;
     }
-    for address in &modules {
-        let versions = match registry.module_versions(&Access::All, address).await {
-            Ok(doc) => doc.modules[0]
+    for module in &doc.modules {
+        let versions = match module.versions.is_empty() {
+            true => "(no valid versions)".to_owned(),
+            false => module
                 .versions
                 .iter()
-                .map(|v| v.version.to_string())
+                .map(|v| v.version.as_str())
                 .collect::<Vec<_>>()
                 .join(" "),
-            Err(_) => "(no valid versions)".into(),
         };
-        writeln!(out, "  {address}: {versions}")?;
+        writeln!(out, "  {}: {versions}", module.address)?;
     }
 
     writeln!(out, "\nProviders:")?;
-    if providers.is_empty() {
+    if doc.providers.is_empty() {
         writeln!(out, "  (none)")?;
     }
-    for provider in &providers {
-        writeln!(out, "  {provider}")?;
-        for release in registry.provider_report(provider).await? {
-            let version = release.version.to_string();
-            if release.is_served() {
+    for provider in &doc.providers {
+        writeln!(out, "  {}", provider.address)?;
+        for release in &provider.versions {
+            let version = &release.version;
+            if release.served {
                 let signer = release.signed_by.as_deref().unwrap_or("?");
                 writeln!(out, "    {version:<12} served, signed by key {signer}")?;
             } else {
@@ -133,48 +149,37 @@ async fn report(registry: &Registry, keys: &[String]) -> anyhow::Result<String> 
             for problem in &release.problems {
                 writeln!(out, "    {:<12}   {problem}", "")?;
             }
-            for (platform, verdict) in &release.platforms {
-                match verdict {
-                    Ok(()) => writeln!(out, "    {:<12}   {platform}: ok", "")?,
-                    Err(why) => writeln!(out, "    {:<12}   {platform}: not offered: {why}", "")?,
+            for platform in &release.platforms {
+                let name = &platform.platform;
+                match &platform.problem {
+                    None => writeln!(out, "    {:<12}   {name}: ok", "")?,
+                    Some(why) => writeln!(out, "    {:<12}   {name}: not offered: {why}", "")?,
                 }
             }
         }
     }
 
     writeln!(out, "\nMirror:")?;
-    if mirrored.is_empty() {
+    if doc.mirror.is_empty() {
         writeln!(out, "  (nothing uploaded under mirror/)")?;
     }
-    // URLs are not printed; any origin will do for listing.
-    let origin = Origin::https("localhost").expect("a valid origin");
-    for (hostname, provider) in &mirrored {
-        let index = registry
-            .mirror_index(&Access::All, hostname, provider, &origin)
-            .await;
-        let Ok(index) = index else { continue };
-        for version in index.versions.keys() {
-            let version = tfreg_core::Version::parse(version)?;
-            let doc = registry
-                .mirror_version(&Access::All, hostname, provider, &version, &origin)
-                .await?;
-            let platforms: Vec<&str> = doc.archives.keys().map(String::as_str).collect();
-            writeln!(
-                out,
-                "  {}/{provider} {version}: {}",
-                Hostname::as_str(hostname),
-                platforms.join(" ")
-            )?;
-        }
+    for mirrored in &doc.mirror {
+        writeln!(
+            out,
+            "  {}/{} {}: {}",
+            mirrored.hostname,
+            mirrored.address,
+            mirrored.version,
+            mirrored.platforms.join(" ")
+        )?;
     }
 
     writeln!(out, "\nProblems (files that are never served):")?;
-    let problems = registry.problems().await?;
-    if problems.is_empty() {
+    if doc.problems.is_empty() {
         writeln!(out, "  (none)")?;
     }
-    for problem in problems {
-        writeln!(out, "  {}\n    {}", problem.key, problem.problem)?;
+    for problem in &doc.problems {
+        writeln!(out, "  {}\n    {}", problem.key, problem.reason)?;
     }
     Ok(out)
 }

@@ -1,0 +1,217 @@
+//! What is published: a module from its folder or archive, a provider release from
+//! goreleaser's `dist/` (with its signing key), as a [`Plan`] for [`super::publish`].
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tfreg_core::gpg::MAX_KEY_BYTES;
+use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified};
+use tfreg_core::ProviderAddress;
+
+use super::args::{ModuleArgs, ProviderArgs};
+use super::dest::Destination;
+use super::{dist, pack, publish, Plan, Refusal, Role, Subject, Upload};
+
+pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<ExitCode> {
+    let ModuleArgs {
+        source,
+        address,
+        version,
+        options,
+    } = args;
+    let dest = options.destination().await?;
+    let subject = Subject::Module {
+        address: address.clone(),
+        version: version.clone(),
+    };
+    let what = subject.describe();
+    let meta =
+        std::fs::metadata(&source).with_context(|| format!("cannot read {}", source.display()))?;
+    let (path, format) = if meta.is_dir() {
+        let out = temp.join("module.tar.gz");
+        let (folder, archive) = (source.clone(), out.clone());
+        let packed = tokio::task::spawn_blocking(move || pack::pack_folder(&folder, &archive))
+            .await?
+            .map_err(|e| match e {
+                pack::PackError::Refused(why) => {
+                    Refusal::error(format!("{what}: nothing was uploaded"), vec![why])
+                }
+                io => anyhow::Error::new(io),
+            })?;
+        println!(
+            "packed {}: {} files, {} bytes",
+            source.display(),
+            packed.files,
+            packed.bytes
+        );
+        if !packed.excluded.is_empty() {
+            println!(
+                "  left out (never published): {}",
+                packed.excluded.join(" ")
+            );
+        }
+        (out, ArchiveFormat::TarGz)
+    } else {
+        let name = source
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((_, format)) = ArchiveFormat::split(&name) else {
+            return Err(Refusal::error(
+                format!("{what}: nothing was uploaded"),
+                vec![format!(
+                    "{}: a module archive ends in .tar.gz, .tgz or .zip (or give the module's folder)",
+                    source.display()
+                )],
+            ));
+        };
+        (source.clone(), format)
+    };
+    let key = format!("modules/{address}/{version}{}", format.suffix());
+    let plan = Plan {
+        subject,
+        files: vec![Upload::of(key.clone(), &path, Role::ModuleArchive).await?],
+    };
+    // One version, one archive: another format of it would change what is served.
+    let mut refusals = vec![];
+    for other in dest.list(&format!("modules/{address}/")).await? {
+        if let Classified::Artifact(Artifact::ModuleArchive { version: v, .. }) = classify(&other) {
+            if v == version && other != key {
+                refusals.push(format!(
+                    "version {version} is already published as {other}; publish a new version"
+                ));
+            }
+        }
+    }
+    publish(plan, vec![], dest, &options, refusals).await
+}
+
+pub(super) async fn provider(args: ProviderArgs, temp: &Path) -> anyhow::Result<ExitCode> {
+    let ProviderArgs {
+        dist,
+        address,
+        key,
+        version,
+        options,
+    } = args;
+    let dest = options.destination().await?;
+    let found = dist::find(&dist, &address, version.as_ref()).map_err(|e| match e {
+        dist::FindError::Refused(why) => Refusal::error(
+            format!("provider {address}: nothing was uploaded"),
+            vec![why],
+        ),
+        io => anyhow::Error::new(io),
+    })?;
+    let version = found.version.clone();
+    let subject = Subject::Provider {
+        address: address.clone(),
+        version: version.clone(),
+    };
+    let release = &found.release;
+    let platforms: Vec<String> = release.packages.keys().map(|p| p.to_string()).collect();
+    println!(
+        "found {} in {}: packages for {}, SHA256SUMS, its signature{}",
+        subject.describe(),
+        dist.display(),
+        platforms.join(" "),
+        if release.manifest.is_some() {
+            ", manifest"
+        } else {
+            ""
+        }
+    );
+    if !found.ignored.is_empty() {
+        println!("  left alone: {}", found.ignored.join(" "));
+    }
+
+    let folder = format!("providers/{address}/{version}");
+    let key_of = |path: &Path| {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        format!("{folder}/{}", name.unwrap_or_default())
+    };
+    let mut files = vec![];
+    let context = trusted_keys(&dest, &address, temp).await?;
+    if let Some(key) = &key {
+        if let Some(upload) = signing_key(key, &address, &context).await? {
+            files.push(upload);
+        }
+    }
+    for (platform, path) in &release.packages {
+        let role = Role::Package(platform.to_string());
+        files.push(Upload::of(key_of(path), path, role).await?);
+    }
+    let last = [
+        (&release.manifest, Role::Manifest),
+        (&release.sums, Role::Sums),
+        (&release.signature, Role::Signature),
+    ];
+    for (path, role) in last {
+        if let Some(path) = path {
+            files.push(Upload::of(key_of(path), path, role).await?);
+        }
+    }
+    let plan = Plan { subject, files };
+    publish(plan, context, dest, &options, vec![]).await
+}
+
+/// The keys the destination's namespace trusts now, copied into `temp` for the checks.
+async fn trusted_keys(
+    dest: &Destination,
+    provider: &ProviderAddress,
+    temp: &Path,
+) -> anyhow::Result<Vec<Upload>> {
+    let mut keys = vec![];
+    for (i, key) in dest
+        .list(&format!("keys/{}/", provider.namespace))
+        .await?
+        .into_iter()
+        .enumerate()
+    {
+        if !matches!(
+            classify(&key),
+            Classified::Artifact(Artifact::SigningKey { .. })
+        ) {
+            continue;
+        }
+        // One larger than a key may be is refused by the registry anyway.
+        let Some(bytes) = dest.read_small(&key, MAX_KEY_BYTES).await? else {
+            continue;
+        };
+        let path = temp.join(format!("key-{i}.asc"));
+        std::fs::write(&path, bytes)?;
+        keys.push(Upload::of(key, &path, Role::Context).await?);
+    }
+    Ok(keys)
+}
+
+/// The `--key` file as it is published: `keys/<namespace>/<KEY ID>.asc`, unless the
+/// namespace already has it (`None`).
+async fn signing_key(
+    path: &Path,
+    provider: &ProviderAddress,
+    trusted: &[Upload],
+) -> anyhow::Result<Option<Upload>> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    for existing in trusted {
+        let bytes = std::fs::read(&existing.path)?;
+        if bytes.trim_ascii() == text.trim_ascii() {
+            println!("  signing key: already trusted as {}", existing.key);
+            return Ok(None);
+        }
+    }
+    // A key the registry refuses keeps its file name, and the checks say why.
+    let name = match tfreg_core::gpg::parse_public_key(&text, std::time::SystemTime::now()) {
+        Ok(info) => format!("{}.asc", info.key_id),
+        Err(_) => {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "key".into());
+            format!("{stem}.asc")
+        }
+    };
+    let key = format!("keys/{}/{name}", provider.namespace);
+    println!("  signing key: {} as {key}", path.display());
+    Ok(Some(Upload::of(key, path, Role::SigningKey).await?))
+}

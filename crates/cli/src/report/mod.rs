@@ -1,0 +1,499 @@
+//! The status document: what is served and what is refused, read from an index the way the
+//! API reads it. `tfreg status` prints it (as text, or as JSON with `--json`), `tfreg
+//! serve` keeps it in `DATA/.tfreg/served.json`, and `tfreg publish` judges its checks and
+//! its wait on it. The JSON form is a stable interface (schema 1, README "tfreg status"):
+//! fields are only ever added.
+
+mod filter;
+
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::providers::{evaluate, CurrentKeys};
+use tfreg_core::store::{partition, MetadataStore, ProblemRecord, Record};
+use tfreg_core::tokens::Access;
+use tfreg_core::{Hostname, ModuleAddress, Origin, ProviderAddress, Registry, StoreError};
+
+pub use filter::Filter;
+
+/// The version of the JSON layout below.
+pub const SCHEMA: u32 = 1;
+
+/// Everything `tfreg status --json` prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusDoc {
+    pub schema: u32,
+    pub modules: Vec<ModuleStatus>,
+    pub providers: Vec<ProviderStatus>,
+    pub mirror: Vec<MirrorStatus>,
+    /// Files that are never served, and why.
+    pub problems: Vec<Problem>,
+    /// How many refusals the document lists: problems, provider versions not served, and
+    /// platforms of served versions that are not offered. `tfreg status` exits with 3 when
+    /// it is not 0.
+    pub refused: usize,
+}
+
+/// A module and its served versions, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleStatus {
+    pub address: String,
+    pub versions: Vec<ModuleVersionStatus>,
+}
+
+/// A served module version: the archive Terraform downloads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleVersionStatus {
+    pub version: String,
+    pub key: String,
+    pub sha256: String,
+    /// Opaque: changes whenever the file does.
+    pub revision: String,
+}
+
+/// A provider and the judgement on each of its versions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderStatus {
+    pub address: String,
+    pub versions: Vec<ProviderVersionStatus>,
+}
+
+/// The judgement on one provider version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderVersionStatus {
+    pub version: String,
+    pub served: bool,
+    /// The key ID of the key whose signature verified.
+    pub signed_by: Option<String>,
+    /// The plugin protocols it is served with (empty when not served).
+    pub protocols: Vec<String>,
+    /// Why the version is not served (empty when it is).
+    pub problems: Vec<String>,
+    pub platforms: Vec<PlatformStatus>,
+    /// The SHA256SUMS and signature served (when served).
+    pub shasums: Option<FileRef>,
+    pub signature: Option<FileRef>,
+}
+
+/// One platform's package.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformStatus {
+    /// `os_arch`
+    pub platform: String,
+    pub served: bool,
+    /// Why it is not offered.
+    pub problem: Option<String>,
+    /// The package served (when served).
+    pub package: Option<FileRef>,
+    pub sha256: Option<String>,
+}
+
+/// A file as indexed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    pub key: String,
+    /// Opaque: changes whenever the file does.
+    pub revision: String,
+}
+
+/// A version the network mirror serves from uploads under `mirror/`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorStatus {
+    pub hostname: String,
+    pub address: String,
+    pub version: String,
+    pub platforms: Vec<String>,
+}
+
+/// A file that is never served. `kind`, `namespace`, `address`, `version` and `platform`
+/// are what its key says, as far as it can be read (a key that breaks the layout may say
+/// only its namespace, or nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    pub key: String,
+    pub reason: String,
+    /// `module`, `provider`, `key` or `mirror`.
+    pub kind: Option<String>,
+    pub namespace: Option<String>,
+    pub address: Option<String>,
+    pub version: Option<String>,
+    pub platform: Option<String>,
+}
+
+impl Problem {
+    /// A problem record, with what its key says.
+    pub fn from_record(record: ProblemRecord) -> Problem {
+        let mut problem = Problem {
+            key: record.key,
+            reason: record.problem,
+            ..Problem::default()
+        };
+        let (kind, namespace, address, version, platform) = match classify(&problem.key) {
+            Classified::Artifact(artifact) => match artifact {
+                Artifact::ModuleArchive {
+                    address, version, ..
+                } => (
+                    "module",
+                    address.namespace.to_string(),
+                    Some(address.to_string()),
+                    Some(version.to_string()),
+                    None,
+                ),
+                Artifact::ProviderPackage {
+                    provider,
+                    version,
+                    platform,
+                } => (
+                    "provider",
+                    provider.namespace.to_string(),
+                    Some(provider.to_string()),
+                    Some(version.to_string()),
+                    Some(platform.to_string()),
+                ),
+                Artifact::ProviderReleaseFile {
+                    provider, version, ..
+                } => (
+                    "provider",
+                    provider.namespace.to_string(),
+                    Some(provider.to_string()),
+                    Some(version.to_string()),
+                    None,
+                ),
+                Artifact::SigningKey { namespace } => {
+                    ("key", namespace.to_string(), None, None, None)
+                }
+                Artifact::MirrorPackage {
+                    hostname,
+                    provider,
+                    version,
+                    platform,
+                } => (
+                    "mirror",
+                    provider.namespace.to_string(),
+                    Some(format!("{hostname}/{provider}")),
+                    Some(version.to_string()),
+                    Some(platform.to_string()),
+                ),
+            },
+            // A key that breaks the layout: read what its folders say.
+            _ => {
+                let (kind, namespace, address) = scope_of_raw_key(&problem.key);
+                problem.kind = kind.map(str::to_owned);
+                problem.namespace = namespace;
+                problem.address = address;
+                return problem;
+            }
+        };
+        problem.kind = Some(kind.to_owned());
+        problem.namespace = Some(namespace);
+        problem.address = address;
+        problem.version = version;
+        problem.platform = platform;
+        problem
+    }
+}
+
+/// The kind, namespace and address a key's folders name, lowercased, when it has them.
+fn scope_of_raw_key(key: &str) -> (Option<&'static str>, Option<String>, Option<String>) {
+    let parts: Vec<String> = key.split('/').map(str::to_ascii_lowercase).collect();
+    let at = |i: usize| parts.get(i).filter(|p| !p.is_empty()).cloned();
+    // Only folders: the last part is the file.
+    let folder = |i: usize| (i + 1 < parts.len()).then(|| at(i)).flatten();
+    match parts.first().map(String::as_str) {
+        Some("modules") => {
+            let address = match (folder(1), folder(2), folder(3)) {
+                (Some(ns), Some(name), Some(system)) => Some(format!("{ns}/{name}/{system}")),
+                _ => None,
+            };
+            (Some("module"), folder(1), address)
+        }
+        Some("providers") => {
+            let address = folder(1).zip(folder(2)).map(|(ns, t)| format!("{ns}/{t}"));
+            (Some("provider"), folder(1), address)
+        }
+        Some("keys") => (Some("key"), folder(1), None),
+        Some("mirror") => {
+            let address = match (folder(1), folder(2), folder(3)) {
+                (Some(host), Some(ns), Some(t)) => Some(format!("{host}/{ns}/{t}")),
+                _ => None,
+            };
+            (Some("mirror"), folder(2), address)
+        }
+        _ => (None, None, None),
+    }
+}
+
+/// What a document covers: the modules, providers and mirrored providers it reports on.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub modules: BTreeSet<ModuleAddress>,
+    pub providers: BTreeSet<ProviderAddress>,
+    pub mirrored: BTreeSet<(Hostname, ProviderAddress)>,
+}
+
+impl Scope {
+    /// Everything the keys of a store name (so a module whose every version is refused is
+    /// listed too).
+    pub fn from_keys(keys: &[String]) -> Scope {
+        let mut scope = Scope::default();
+        for key in keys {
+            match classify(key) {
+                Classified::Artifact(Artifact::ModuleArchive { address, .. }) => {
+                    scope.modules.insert(address);
+                }
+                Classified::Artifact(
+                    Artifact::ProviderPackage { provider, .. }
+                    | Artifact::ProviderReleaseFile { provider, .. },
+                ) => {
+                    scope.providers.insert(provider);
+                }
+                Classified::Artifact(Artifact::MirrorPackage {
+                    hostname, provider, ..
+                }) => {
+                    scope.mirrored.insert((hostname, provider));
+                }
+                _ => {}
+            }
+        }
+        scope
+    }
+
+    /// Everything an index holds records of.
+    pub fn from_records(records: &[Record]) -> Scope {
+        let mut scope = Scope::default();
+        for record in records {
+            match record {
+                Record::ModuleArchive(a) => {
+                    scope.modules.insert(a.address.clone());
+                }
+                Record::Package(p) => match &p.mirror_hostname {
+                    Some(host) => {
+                        scope.mirrored.insert((host.clone(), p.provider.clone()));
+                    }
+                    None => {
+                        scope.providers.insert(p.provider.clone());
+                    }
+                },
+                Record::Sums(r) => {
+                    scope.providers.insert(r.provider.clone());
+                }
+                Record::Signature(r) => {
+                    scope.providers.insert(r.provider.clone());
+                }
+                Record::Manifest(r) => {
+                    scope.providers.insert(r.provider.clone());
+                }
+                Record::NamespaceProvider(p) => {
+                    scope.providers.insert(p.clone());
+                }
+                Record::Key(_) | Record::Problem(_) | Record::Pin(_) => {}
+            }
+        }
+        scope
+    }
+}
+
+/// The versions of a module that are served, with the archive of each.
+pub async fn module_status(
+    registry: &Registry,
+    address: &ModuleAddress,
+) -> Result<ModuleStatus, StoreError> {
+    let mut status = ModuleStatus {
+        address: address.to_string(),
+        versions: vec![],
+    };
+    let Ok(doc) = registry.module_versions(&Access::All, address).await else {
+        return Ok(status); // no valid versions
+    };
+    for listed in &doc.modules[0].versions {
+        let archive = registry
+            .module_archive(&Access::All, address, &listed.version)
+            .await;
+        if let Ok(archive) = archive {
+            status.versions.push(ModuleVersionStatus {
+                version: listed.version.to_string(),
+                key: archive.key,
+                sha256: archive.sha256,
+                revision: archive.revision,
+            });
+        }
+    }
+    Ok(status)
+}
+
+/// The judgement on every version of a provider, as the API makes it when it answers.
+pub async fn provider_status(
+    metadata: &dyn MetadataStore,
+    provider: &ProviderAddress,
+) -> Result<ProviderStatus, StoreError> {
+    let (releases, keys) = (
+        partition::provider(provider),
+        partition::keys(&provider.namespace),
+    );
+    let (records, keys) = tokio::join!(metadata.query(&releases), metadata.query(&keys));
+    let keys = CurrentKeys::from_records(&keys?);
+    let mut status = ProviderStatus {
+        address: provider.to_string(),
+        versions: vec![],
+    };
+    for (report, served) in evaluate(&records?, &keys, SystemTime::now()) {
+        let is_served = report.is_served();
+        let platforms = report
+            .platforms
+            .iter()
+            .map(|(platform, verdict)| {
+                let package = served.as_ref().and_then(|s| s.packages.get(platform));
+                PlatformStatus {
+                    platform: platform.to_string(),
+                    served: verdict.is_ok() && package.is_some(),
+                    problem: verdict.clone().err(),
+                    package: package.map(|p| FileRef {
+                        key: p.key.clone(),
+                        revision: p.revision.clone(),
+                    }),
+                    sha256: package.map(|p| p.hashes.sha256.clone()),
+                }
+            })
+            .collect();
+        status.versions.push(ProviderVersionStatus {
+            version: report.version.to_string(),
+            served: is_served && served.is_some(),
+            signed_by: report.signed_by.clone(),
+            protocols: served
+                .as_ref()
+                .map(|s| s.protocols.clone())
+                .unwrap_or_default(),
+            problems: report.problems.clone(),
+            platforms,
+            shasums: served.as_ref().map(|s| FileRef {
+                key: s.sums.key.clone(),
+                revision: s.sums.revision.clone(),
+            }),
+            signature: served.as_ref().map(|s| FileRef {
+                key: s.signature_key.clone(),
+                revision: s.signature_revision.clone(),
+            }),
+        });
+    }
+    Ok(status)
+}
+
+/// What the mirror serves of one uploaded provider, by version.
+async fn mirror_status(
+    registry: &Registry,
+    hostname: &Hostname,
+    provider: &ProviderAddress,
+) -> Result<Vec<MirrorStatus>, StoreError> {
+    // No URL is printed; any origin will do for listing.
+    let origin = Origin::https("localhost").expect("a valid origin");
+    let Ok(index) = registry
+        .mirror_index(&Access::All, hostname, provider, &origin)
+        .await
+    else {
+        return Ok(vec![]);
+    };
+    let mut found = vec![];
+    for version in index.versions.keys() {
+        let Ok(parsed) = tfreg_core::Version::parse(version) else {
+            continue;
+        };
+        let Ok(doc) = registry
+            .mirror_version(&Access::All, hostname, provider, &parsed, &origin)
+            .await
+        else {
+            continue;
+        };
+        found.push(MirrorStatus {
+            hostname: hostname.to_string(),
+            address: provider.to_string(),
+            version: version.clone(),
+            platforms: doc.archives.keys().cloned().collect(),
+        });
+    }
+    Ok(found)
+}
+
+/// The document for everything in `scope` that `filter` lets through.
+pub async fn build(
+    registry: &Registry,
+    metadata: &dyn MetadataStore,
+    scope: &Scope,
+    filter: &Filter,
+) -> Result<StatusDoc, StoreError> {
+    let mut doc = StatusDoc {
+        schema: SCHEMA,
+        ..StatusDoc::default()
+    };
+    for address in scope.modules.iter().filter(|a| filter.module(a)) {
+        doc.modules.push(module_status(registry, address).await?);
+    }
+    for provider in scope.providers.iter().filter(|p| filter.provider(p)) {
+        doc.providers
+            .push(provider_status(metadata, provider).await?);
+    }
+    for (hostname, provider) in scope.mirrored.iter().filter(|(_, p)| filter.mirrored(p)) {
+        doc.mirror
+            .extend(mirror_status(registry, hostname, provider).await?);
+    }
+    doc.problems = registry
+        .problems()
+        .await?
+        .into_iter()
+        .map(Problem::from_record)
+        .filter(|p| filter.problem(p))
+        .collect();
+    doc.refused = doc.problems.len()
+        + doc
+            .providers
+            .iter()
+            .flat_map(|p| &p.versions)
+            .map(|v| match v.served {
+                false => 1,
+                true => v.platforms.iter().filter(|p| !p.served).count(),
+            })
+            .sum::<usize>();
+    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(key: &str) -> Problem {
+        Problem::from_record(ProblemRecord {
+            key: key.into(),
+            problem: "why".into(),
+        })
+    }
+
+    #[test]
+    fn problems_say_what_their_keys_name() {
+        let p = problem("modules/Acme/Network/AWS/1.2.0.tar.gz");
+        assert_eq!(p.kind.as_deref(), Some("module"));
+        assert_eq!(p.namespace.as_deref(), Some("acme"));
+        assert_eq!(p.address.as_deref(), Some("acme/network/aws"));
+        assert_eq!(p.version.as_deref(), Some("1.2.0"));
+
+        let p =
+            problem("providers/acme/widget/1.0.0/terraform-provider-widget_1.0.0_linux_amd64.zip");
+        assert_eq!(p.address.as_deref(), Some("acme/widget"));
+        assert_eq!(p.platform.as_deref(), Some("linux_amd64"));
+
+        // A key that breaks the layout still says its namespace and address.
+        let p = problem("modules/Acme/network/aws/latest.tar.gz");
+        assert_eq!(p.kind.as_deref(), Some("module"));
+        assert_eq!(p.namespace.as_deref(), Some("acme"));
+        assert_eq!(p.address.as_deref(), Some("acme/network/aws"));
+        assert_eq!(p.version, None);
+
+        let p = problem("keys/acme/ci.asc");
+        assert_eq!(
+            (p.kind.as_deref(), p.namespace.as_deref()),
+            (Some("key"), Some("acme"))
+        );
+        let p = problem("modules/acme.tar.gz");
+        assert_eq!((p.kind.as_deref(), p.namespace), (Some("module"), None));
+    }
+}
