@@ -138,9 +138,10 @@ impl Indexer {
             let listed = signed.get(package.filename()) == Some(&package.hashes.sha256);
             if &package.version == version && package.hashes.h1.is_none() && listed {
                 let key = package.key.clone();
-                let problem = self.unpack(package).await?;
-                if problem.is_some() {
-                    self.set_problem(&key, problem).await?;
+                // A package refused here is not the event's own key: say so as for any key.
+                if let Some(reason) = self.unpack(package).await? {
+                    tracing::warn!(key, reason, "refused: this file is never served");
+                    self.set_problem(&key, Some(reason)).await?;
                 }
             }
         }
