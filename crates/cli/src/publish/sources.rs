@@ -39,8 +39,9 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
                 }
                 io => anyhow::Error::new(io),
             })?;
+        let plural = if packed.files == 1 { "" } else { "s" };
         println!(
-            "packed {}: {} files, {} bytes",
+            "packed {}: {} file{plural}, {} bytes",
             source.display(),
             packed.files,
             packed.bytes
