@@ -220,6 +220,10 @@ async fn a_partition_larger_than_one_query_page_is_read_whole() {
             size: 1,
             revision: "e:1".into(),
             sha256: String::new(),
+            published_at: 0,
+            source: None,
+            description: None,
+            docs: None,
         });
         tfreg_core::MetadataStore::put(aws.metadata.as_ref(), record)
             .await

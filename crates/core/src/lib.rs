@@ -17,6 +17,7 @@ pub mod index;
 pub mod layout;
 pub mod memory;
 pub mod module_archive;
+pub mod module_docs;
 pub mod names;
 pub mod protocol;
 pub mod providers;

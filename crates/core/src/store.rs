@@ -216,6 +216,19 @@ pub struct ModuleArchive {
     /// SHA-256 of the archive as indexed (hex).
     #[serde(default)]
     pub sha256: String,
+    /// When the version was first published (Unix seconds; 0 for records from before).
+    #[serde(default)]
+    pub published_at: u64,
+    /// The module's repository, from the publisher (a sidecar file or `tfreg publish
+    /// --source`).
+    #[serde(default)]
+    pub source: Option<String>,
+    /// A line about the module, from the publisher.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// What the archive documents about itself, read at publish.
+    #[serde(default)]
+    pub docs: Option<crate::module_docs::ModuleDocs>,
 }
 
 /// A provider package (zip) and its hashes, whether published under `providers/` or

@@ -70,6 +70,13 @@ impl Indexer {
         {
             return Ok(Some("the file changed while it was being read".into()));
         }
+        // The version was published when it was first recorded.
+        let published_at = match self.metadata.get(&id).await? {
+            Some(Record::ModuleArchive(known)) if known.published_at > 0 => known.published_at,
+            _ => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
         self.metadata
             .put(Record::ModuleArchive(ModuleArchive {
                 address: address.clone(),
@@ -79,6 +86,10 @@ impl Indexer {
                 size: opened.meta.size,
                 revision: opened.meta.revision,
                 sha256,
+                published_at,
+                source: None,
+                description: None,
+                docs: None,
             }))
             .await?;
         Ok(None)
