@@ -319,6 +319,23 @@ pub struct KeyRecord {
     pub verdict: Result<PublicKeyInfo, String>,
 }
 
+/// A module as listings show it: its address and its latest version (the highest without a
+/// prerelease part, else the highest), kept by the indexer in the partitions that list
+/// modules ([`partition::MODULES`], [`partition::namespace_modules`]), so a page of a
+/// listing or of a search is one query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleSummary {
+    pub address: ModuleAddress,
+    pub version: Version,
+    /// When that version was first published (Unix seconds; 0 when unknown).
+    #[serde(default)]
+    pub published_at: u64,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
 /// A published file that cannot be served, and why: what `tfreg status` shows publishers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemRecord {
@@ -360,6 +377,10 @@ pub enum Record {
     /// Lists a provider under its namespace, so a key change can find what to re-verify.
     NamespaceProvider(ProviderAddress),
     Pin(PinRecord),
+    /// Lists a module among all modules ([`partition::MODULES`]).
+    ListedModule(ModuleSummary),
+    /// Lists a module under its namespace ([`partition::namespace_modules`]).
+    NamespaceModule(ModuleSummary),
 }
 
 /// Where a record lives.
@@ -375,6 +396,8 @@ pub mod partition {
 
     pub const PROBLEMS: &str = "problems";
     pub const PINS: &str = "pins";
+    /// Every module, one summary each, by address.
+    pub const MODULES: &str = "modules";
 
     pub fn module(address: &ModuleAddress) -> String {
         format!("module/{address}")
@@ -390,6 +413,10 @@ pub mod partition {
     }
     pub fn namespace(namespace: &Namespace) -> String {
         format!("namespace/{namespace}")
+    }
+    /// A namespace's modules, one summary each, by `name/system`.
+    pub fn namespace_modules(namespace: &Namespace) -> String {
+        format!("namespace-modules/{namespace}")
     }
 }
 
@@ -461,6 +488,19 @@ impl RecordId {
     pub fn pin(slot: &str) -> Self {
         Self::new(partition::PINS.to_owned(), slot.to_owned())
     }
+
+    /// A module's entry among all modules.
+    pub fn listed_module(address: &ModuleAddress) -> Self {
+        Self::new(partition::MODULES.to_owned(), address.to_string())
+    }
+
+    /// A module's entry among its namespace's modules.
+    pub fn namespace_module(address: &ModuleAddress) -> Self {
+        Self::new(
+            partition::namespace_modules(&address.namespace),
+            format!("{}/{}", address.name, address.system),
+        )
+    }
 }
 
 impl Record {
@@ -479,6 +519,8 @@ impl Record {
             Record::NamespaceProvider(p) => {
                 RecordId::new(partition::namespace(&p.namespace), p.type_.to_string())
             }
+            Record::ListedModule(m) => RecordId::listed_module(&m.address),
+            Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),
         }
     }
 }

@@ -26,7 +26,7 @@ pub use error::ApiError;
 pub enum Family {
     /// `/.well-known/terraform.json`
     Discovery,
-    /// `/v1/modules/...`
+    /// `/v1/modules` and `/v1/modules/...`
     Modules,
     /// `/v1/providers/...`
     Providers,
@@ -41,6 +41,7 @@ impl Family {
     pub fn of_path(path: &str) -> Option<Family> {
         let family = match path {
             "/.well-known/terraform.json" => Family::Discovery,
+            "/v1/modules" => Family::Modules,
             p if p.starts_with("/v1/modules/") => Family::Modules,
             p if p.starts_with("/v1/providers/") => Family::Providers,
             p if p.starts_with("/v1/mirror/") => Family::Mirror,

@@ -288,7 +288,11 @@ impl Scope {
                 Record::NamespaceProvider(p) => {
                     scope.providers.insert(p.clone());
                 }
-                Record::Key(_) | Record::Problem(_) | Record::Pin(_) => {}
+                Record::Key(_)
+                | Record::Problem(_)
+                | Record::Pin(_)
+                | Record::ListedModule(_)
+                | Record::NamespaceModule(_) => {}
             }
         }
         scope

@@ -18,9 +18,11 @@
 //! - [`releases`](self::releases): SHA256SUMS, manifests and signature verdicts;
 //! - [`keys`](self::keys): signing keys, and re-verification when they change;
 //! - [`pins`](self::pins): immutable versions, the first bytes served pinned for good;
+//! - [`listing`](self::listing): the listings of modules, for the read API;
 //! - [`reindex`](self::reindex): the whole store at once, both ways.
 
 mod keys;
+mod listing;
 mod modules;
 mod packages;
 pub mod pins;
@@ -212,6 +214,9 @@ impl Indexer {
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
         };
         let (lost, served) = self.pin_served(key, &artifact).await?;
+        if let Artifact::ModuleArchive { address, .. } = &artifact {
+            self.list_module(address).await?;
+        }
         let exists = self.artifacts.head(key).await?.is_some();
         // Something that is there but never read (a link, a FIFO) is refused, with the
         // reason, rather than silently absent.

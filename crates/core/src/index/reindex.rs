@@ -70,7 +70,10 @@ fn object_key(record: &Record) -> Option<&str> {
         Record::Manifest(r) => Some(&r.key),
         Record::Key(r) => Some(&r.key),
         Record::Problem(r) => Some(&r.key),
-        Record::NamespaceProvider(_) | Record::Pin(_) => None,
+        Record::NamespaceProvider(_)
+        | Record::Pin(_)
+        | Record::ListedModule(_)
+        | Record::NamespaceModule(_) => None,
     }
 }
 
@@ -179,6 +182,7 @@ impl Indexer {
             }
         }
         self.forget_empty_providers(&before).await?;
+        self.relist_modules(&before).await?;
         report.changes = changes(&before, &self.metadata.scan().await?);
         Ok(report)
     }

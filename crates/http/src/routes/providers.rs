@@ -1,4 +1,4 @@
-//! The provider registry protocol (`providers.v1`).
+//! The provider registry protocol (`providers.v1`), and provider details beyond it.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -16,7 +16,9 @@ use crate::ApiState;
 pub fn routes(state: ApiState) -> axum::Router {
     use axum::routing::get;
     axum::Router::new()
+        .route("/v1/providers/{namespace}/{type}", get(latest))
         .route("/v1/providers/{namespace}/{type}/versions", get(versions))
+        .route("/v1/providers/{namespace}/{type}/{version}", get(details))
         .route(
             "/v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}",
             get(download),
@@ -26,6 +28,35 @@ pub fn routes(state: ApiState) -> axum::Router {
             crate::middleware::authorize,
         ))
         .with_state(state)
+}
+
+/// `GET /v1/providers/:namespace/:type`: the latest release's details.
+pub async fn latest(
+    State(state): State<ApiState>,
+    Extension(access): Extension<Access>,
+    JsonPath((namespace, type_)): JsonPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    let provider = provider(&namespace, &type_)?;
+    let details = state
+        .registry
+        .provider_details(&access, &provider, None)
+        .await?;
+    Ok(Json(details).into_response())
+}
+
+/// `GET /v1/providers/:namespace/:type/:version`: one release's details.
+pub async fn details(
+    State(state): State<ApiState>,
+    Extension(access): Extension<Access>,
+    JsonPath((namespace, type_, version_text)): JsonPath<(String, String, String)>,
+) -> Result<Response, ApiError> {
+    let provider = provider(&namespace, &type_)?;
+    let version = version(&version_text)?;
+    let details = state
+        .registry
+        .provider_details(&access, &provider, Some(&version))
+        .await?;
+    Ok(Json(details).into_response())
 }
 
 /// `GET /v1/providers/:namespace/:type/versions`

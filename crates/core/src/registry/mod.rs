@@ -1,5 +1,13 @@
 //! The read side of the registry: answers the protocol questions from the metadata store.
-//! The HTTP layer only translates requests and responses.
+//! The HTTP layer only translates requests and responses. The read API beyond the protocols
+//! (details, `latest`, listings, search) is in [`modules`] and [`providers`].
+
+pub mod modules;
+pub mod page;
+pub mod providers;
+
+pub use modules::{latest_release, ModuleFilter};
+pub use page::Page;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -74,7 +82,8 @@ impl Registry {
     }
 
     /// Every published version of a module, oldest first, pre-releases included (Terraform
-    /// applies the user's constraints and its own pre-release rules).
+    /// applies the user's constraints and its own pre-release rules), each with its
+    /// repository where the publisher gave one.
     pub async fn module_versions(
         &self,
         access: &Access,
@@ -83,22 +92,18 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let mut versions: Vec<Version> = self
-            .module_archives(address)
-            .await?
-            .into_iter()
-            .map(|a| a.version)
-            .collect();
-        if versions.is_empty() {
+        let served = modules::served_archives(self.module_archives(address).await?);
+        if served.is_empty() {
             return Err(module_not_found(address));
         }
-        versions.sort();
-        versions.dedup();
         Ok(ModuleVersions {
             modules: [ModuleVersionList {
-                versions: versions
+                versions: served
                     .into_iter()
-                    .map(|version| ModuleVersion { version })
+                    .map(|(version, archive)| ModuleVersion {
+                        version,
+                        source: archive.source,
+                    })
                     .collect(),
             }],
         })

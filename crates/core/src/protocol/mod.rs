@@ -1,4 +1,7 @@
-//! The JSON documents of Terraform's protocols, exactly as Terraform reads them.
+//! The JSON documents of Terraform's protocols, exactly as Terraform reads them, and of
+//! the read API beyond them ([`details`]).
+
+pub mod details;
 
 use serde::Serialize;
 
@@ -36,6 +39,10 @@ pub struct ModuleVersionList {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleVersion {
     pub version: Version,
+    /// The module's repository, where the publisher gave it (GitLab's extension, which
+    /// Renovate reads); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// The body of every error response: `{"errors": ["..."]}`.

@@ -1,0 +1,121 @@
+//! The JSON documents of the read API beyond Terraform's protocols: module and provider
+//! details, `latest`, listings and search, in the public registry's shapes (its documented
+//! fields; `downloads` is never counted here, so it is always 0).
+
+use serde::Serialize;
+
+use crate::module_docs::ModulePart;
+use crate::protocol::ProviderPlatform;
+use crate::version::Version;
+
+/// One module version, as listings show it (`GET {modules.v1}`, `{modules.v1}NS`,
+/// `{modules.v1}NS/NAME`, `{modules.v1}search`), and the first fields of its details.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ModuleEntry {
+    /// `namespace/name/system/version`.
+    pub id: String,
+    /// Always `""`: the registry knows no owners.
+    pub owner: String,
+    pub namespace: String,
+    pub name: String,
+    pub version: Version,
+    /// The module's target system (`aws`), as the public registry calls it.
+    pub provider: String,
+    /// The publisher's line about the module, or `""`.
+    pub description: String,
+    /// The module's repository, from the publisher; `null` when unknown.
+    pub source: Option<String>,
+    /// When the version was first published (RFC 3339, UTC); `null` for versions indexed
+    /// before publish times were recorded.
+    pub published_at: Option<String>,
+    /// Always 0: downloads are not counted.
+    pub downloads: u64,
+    /// Always false.
+    pub verified: bool,
+}
+
+/// `GET {modules.v1}NS/NAME/SYSTEM/VERSION` and `{modules.v1}NS/NAME/SYSTEM` (latest).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ModuleDetails {
+    #[serde(flatten)]
+    pub entry: ModuleEntry,
+    /// The root module's facts; empty lists when the archive's docs are unknown.
+    pub root: ModulePart,
+    /// `modules/<name>/`, by path.
+    pub submodules: Vec<ModulePart>,
+    /// `examples/<name>/`, by path.
+    pub examples: Vec<ModulePart>,
+    /// The systems this `namespace/name` is published for.
+    pub providers: Vec<String>,
+    /// Every published version of this module, oldest first, prereleases included.
+    pub versions: Vec<Version>,
+}
+
+/// Where a page of a listing sits: `next_offset` and `next_url` only when a next page
+/// exists, `prev_offset` only when a previous one does.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ListMeta {
+    pub limit: usize,
+    pub current_offset: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prev_offset: Option<usize>,
+    /// The next page's path and query, relative to the registry's origin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_url: Option<String>,
+}
+
+/// A page of modules.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ModuleList {
+    pub meta: ListMeta,
+    pub modules: Vec<ModuleEntry>,
+}
+
+/// `GET {providers.v1}NS/TYPE` (latest) and `{providers.v1}NS/TYPE/VERSION`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProviderDetails {
+    /// `namespace/type/version`.
+    pub id: String,
+    /// Always `""`.
+    pub owner: String,
+    pub namespace: String,
+    /// The provider's type.
+    pub name: String,
+    pub version: Version,
+    /// Always `""`: releases carry no description.
+    pub description: String,
+    /// Always `null`: releases carry no repository.
+    pub source: Option<String>,
+    /// When the release was first served: its SHA256SUMS's pin (RFC 3339); `null` when the
+    /// registry keeps no pin of it.
+    pub published_at: Option<String>,
+    /// Always 0.
+    pub downloads: u64,
+    /// The plugin protocol versions the release speaks.
+    pub protocols: Vec<String>,
+    /// The platforms served for this version.
+    pub platforms: Vec<ProviderPlatform>,
+    /// Every served version of the provider, oldest first, prereleases included.
+    pub versions: Vec<Version>,
+}
+
+/// Unix seconds as RFC 3339 (`2024-05-01T12:00:00Z`); `None` for 0, "unknown".
+pub fn rfc3339(unix_seconds: u64) -> Option<String> {
+    (unix_seconds > 0).then(|| {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_seconds);
+        humantime::format_rfc3339_seconds(time).to_string()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_times_are_rfc3339_and_zero_is_unknown() {
+        assert_eq!(rfc3339(1_700_000_000).as_deref(), Some("2023-11-14T22:13:20Z"));
+        assert_eq!(rfc3339(0), None);
+    }
+}
