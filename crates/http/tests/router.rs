@@ -448,6 +448,16 @@ fn core_fixture(name: &str) -> Vec<u8> {
 }
 
 const PROTECTED: &[&str] = &[
+    "/v1/modules",
+    "/v1/modules/",
+    "/v1/modules/search?q=network",
+    "/v1/modules/acme",
+    "/v1/modules/acme/network",
+    "/v1/modules/acme/network/aws",
+    "/v1/modules/acme/network/aws/download",
+    "/v1/modules/acme/network/aws/1.0.0",
+    "/v1/providers/acme/widget",
+    "/v1/providers/acme/widget/1.0.0",
     "/v1/modules/acme/network/aws/versions",
     "/v1/modules/acme/network/aws/1.0.0/download",
     "/v1/providers/acme/widget/versions",

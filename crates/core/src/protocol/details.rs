@@ -115,7 +115,10 @@ mod tests {
 
     #[test]
     fn publish_times_are_rfc3339_and_zero_is_unknown() {
-        assert_eq!(rfc3339(1_700_000_000).as_deref(), Some("2023-11-14T22:13:20Z"));
+        assert_eq!(
+            rfc3339(1_700_000_000).as_deref(),
+            Some("2023-11-14T22:13:20Z")
+        );
         assert_eq!(rfc3339(0), None);
     }
 }

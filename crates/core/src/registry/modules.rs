@@ -72,7 +72,9 @@ impl ModuleFilter {
     fn matches(&self, summary: &ModuleSummary) -> bool {
         let address = &summary.address;
         let same = |wanted: &Option<String>, actual: &str| {
-            wanted.as_ref().is_none_or(|w| w.eq_ignore_ascii_case(actual))
+            wanted
+                .as_ref()
+                .is_none_or(|w| w.eq_ignore_ascii_case(actual))
         };
         if !same(&self.name, address.name.as_str()) || !same(&self.system, address.system.as_str())
         {
@@ -127,7 +129,10 @@ fn summaries(records: Vec<Record>) -> Vec<ModuleSummary> {
 
 impl Registry {
     /// The listed modules of a namespace, or of every namespace: one query.
-    async fn listed(&self, namespace: Option<&Namespace>) -> Result<Vec<ModuleSummary>, StoreError> {
+    async fn listed(
+        &self,
+        namespace: Option<&Namespace>,
+    ) -> Result<Vec<ModuleSummary>, StoreError> {
         let partition = match namespace {
             Some(namespace) => partition::namespace_modules(namespace),
             None => partition::MODULES.to_owned(),

@@ -89,15 +89,23 @@ mod tests {
     #[test]
     fn limits_are_bounded_and_bad_numbers_refused() {
         assert_eq!(Page::parse(None, None).unwrap(), Page::default());
-        assert_eq!(Page::parse(Some("500"), Some("3")).unwrap().limit, MAX_LIMIT);
-        assert!(Page::parse(Some("0"), None).unwrap_err().contains("at least 1"));
+        assert_eq!(
+            Page::parse(Some("500"), Some("3")).unwrap().limit,
+            MAX_LIMIT
+        );
+        assert!(Page::parse(Some("0"), None)
+            .unwrap_err()
+            .contains("at least 1"));
         assert!(Page::parse(Some("-1"), None).unwrap_err().contains("limit"));
         assert!(Page::parse(None, Some("x")).unwrap_err().contains("offset"));
     }
 
     #[test]
     fn pages_say_where_the_next_and_previous_are() {
-        let page = Page { limit: 2, offset: 2 };
+        let page = Page {
+            limit: 2,
+            offset: 2,
+        };
         let (meta, entries) = page.cut(vec![1, 2, 3, 4, 5], "/v1/modules/search", &[("q", "a b")]);
         assert_eq!(entries, [3, 4]);
         assert_eq!(meta.next_offset, Some(4));
@@ -106,7 +114,11 @@ mod tests {
             meta.next_url.as_deref(),
             Some("/v1/modules/search?limit=2&offset=4&q=a%20b")
         );
-        let (last, entries) = Page { limit: 2, offset: 4 }.cut(vec![1, 2, 3, 4, 5], "/x", &[]);
+        let (last, entries) = Page {
+            limit: 2,
+            offset: 4,
+        }
+        .cut(vec![1, 2, 3, 4, 5], "/x", &[]);
         assert_eq!(entries, [5]);
         assert_eq!((last.next_offset, last.next_url), (None, None));
     }

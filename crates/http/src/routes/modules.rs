@@ -76,9 +76,13 @@ pub struct ListQuery {
 
 impl ListQuery {
     fn parse(query: Result<Query<ListQuery>, QueryRejection>) -> Result<Self, ApiError> {
-        let Query(query) =
-            query.map_err(|e| ApiError::BadRequest(format!("malformed query: {}", e.body_text())))?;
-        if query.q.as_ref().is_some_and(|q| q.chars().count() > MAX_QUERY_CHARS) {
+        let Query(query) = query
+            .map_err(|e| ApiError::BadRequest(format!("malformed query: {}", e.body_text())))?;
+        if query
+            .q
+            .as_ref()
+            .is_some_and(|q| q.chars().count() > MAX_QUERY_CHARS)
+        {
             return Err(ApiError::BadRequest(format!(
                 "q is longer than {MAX_QUERY_CHARS} characters"
             )));
