@@ -14,8 +14,8 @@ use tfreg_core::{
 };
 use tfreg_e2e::Moto;
 
-const BUCKET: &str = "tfreg-artifacts";
-const TABLE: &str = "tfreg";
+pub(crate) const BUCKET: &str = "tfreg-artifacts";
+pub(crate) const TABLE: &str = "tfreg";
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(
@@ -36,7 +36,7 @@ async fn sdk(moto: &Moto) -> SdkConfig {
         .await
 }
 
-struct Aws {
+pub(crate) struct Aws {
     s3: aws_sdk_s3::Client,
     dynamodb: aws_sdk_dynamodb::Client,
     artifacts: Arc<S3ArtifactStore>,
@@ -45,7 +45,7 @@ struct Aws {
 }
 
 /// A versioned bucket and the table, as template.yaml makes them.
-async fn provision(moto: &Moto) -> Aws {
+pub(crate) async fn provision(moto: &Moto) -> Aws {
     let config = sdk(moto).await;
     let s3 = tfreg_aws::s3_client(&config);
     let dynamodb = tfreg_aws::dynamodb_client(&config);
@@ -79,7 +79,7 @@ async fn provision(moto: &Moto) -> Aws {
 }
 
 impl Aws {
-    async fn upload(&self, key: &str, content: Vec<u8>) {
+    pub(crate) async fn upload(&self, key: &str, content: Vec<u8>) {
         self.s3
             .put_object()
             .bucket(BUCKET)

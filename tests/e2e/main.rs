@@ -11,5 +11,6 @@ mod modules;
 mod provider_checks;
 mod providers;
 mod publish;
+mod read_api;
 mod serve;
 mod stack;
