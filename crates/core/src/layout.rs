@@ -336,6 +336,35 @@ impl fmt::Display for Artifact {
     }
 }
 
+/// The version's file a key publishes, whatever its spelling or format: what a pin
+/// ([`crate::store::PinRecord`]) is for.
+/// `None` for files that are not versioned (signing keys) or not pinned (manifests, whose
+/// records keep no revision).
+pub fn pin_slot(artifact: &Artifact) -> Option<String> {
+    Some(match artifact {
+        Artifact::ModuleArchive {
+            address, version, ..
+        } => format!("module/{address}/{version}"),
+        Artifact::ProviderPackage {
+            provider,
+            version,
+            platform,
+        } => format!("provider/{provider}/{version}/{platform}"),
+        Artifact::ProviderReleaseFile {
+            provider,
+            version,
+            file: file @ (ReleaseFile::Sums | ReleaseFile::Signature),
+        } => format!("provider/{provider}/{version}/{}", file.suffix()),
+        Artifact::MirrorPackage {
+            hostname,
+            provider,
+            version,
+            platform,
+        } => format!("mirror/{hostname}/{provider}/{version}/{platform}"),
+        Artifact::ProviderReleaseFile { .. } | Artifact::SigningKey { .. } => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

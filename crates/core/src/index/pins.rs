@@ -20,6 +20,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 
 use super::{sha256_of, Indexer};
+use crate::layout::pin_slot as slot;
 use crate::layout::{classify, Artifact, Classified, ReleaseFile};
 use crate::names::ProviderAddress;
 use crate::providers::{evaluate, CurrentKeys};
@@ -28,34 +29,6 @@ use crate::store::{
     Record, RecordId, StoreError,
 };
 use crate::version::Version;
-
-/// The version's file a key publishes, whatever its spelling or format: what a pin is for.
-/// `None` for files that are not versioned (signing keys) or not pinned (manifests, whose
-/// records keep no revision).
-pub fn slot(artifact: &Artifact) -> Option<String> {
-    Some(match artifact {
-        Artifact::ModuleArchive {
-            address, version, ..
-        } => format!("module/{address}/{version}"),
-        Artifact::ProviderPackage {
-            provider,
-            version,
-            platform,
-        } => format!("provider/{provider}/{version}/{platform}"),
-        Artifact::ProviderReleaseFile {
-            provider,
-            version,
-            file: file @ (ReleaseFile::Sums | ReleaseFile::Signature),
-        } => format!("provider/{provider}/{version}/{}", file.suffix()),
-        Artifact::MirrorPackage {
-            hostname,
-            provider,
-            version,
-            platform,
-        } => format!("mirror/{hostname}/{provider}/{version}/{platform}"),
-        Artifact::ProviderReleaseFile { .. } | Artifact::SigningKey { .. } => return None,
-    })
-}
 
 /// The version a pinned file belongs to, in words, for reasons shown to publishers.
 fn describe(artifact: &Artifact) -> String {

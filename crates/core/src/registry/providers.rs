@@ -4,7 +4,6 @@
 
 use super::modules::latest_release;
 use super::{provider_not_found, Registry, RegistryError};
-use crate::index::pins;
 use crate::layout::{Artifact, ReleaseFile};
 use crate::names::ProviderAddress;
 use crate::protocol::details::{rfc3339, ProviderDetails};
@@ -72,7 +71,7 @@ impl Registry {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<Option<u64>, StoreError> {
-        let Some(slot) = pins::slot(&Artifact::ProviderReleaseFile {
+        let Some(slot) = crate::layout::pin_slot(&Artifact::ProviderReleaseFile {
             provider: provider.clone(),
             version: version.clone(),
             file: ReleaseFile::Sums,
