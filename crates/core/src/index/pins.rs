@@ -53,7 +53,9 @@ pub fn slot(artifact: &Artifact) -> Option<String> {
             version,
             platform,
         } => format!("mirror/{hostname}/{provider}/{version}/{platform}"),
-        Artifact::ProviderReleaseFile { .. } | Artifact::SigningKey { .. } => return None,
+        Artifact::ProviderReleaseFile { .. }
+        | Artifact::SigningKey { .. }
+        | Artifact::ModuleMetadata { .. } => return None,
     })
 }
 
@@ -63,6 +65,9 @@ fn describe(artifact: &Artifact) -> String {
         Artifact::ModuleArchive {
             address, version, ..
         } => format!("version {version} of module {address}"),
+        Artifact::ModuleMetadata { address, version } => {
+            format!("the metadata of version {version} of module {address}")
+        }
         Artifact::ProviderPackage {
             provider,
             version,
@@ -348,6 +353,8 @@ impl Indexer {
                 }
                 Ok((None, Served::No))
             }
+            // Not a version's bytes: the publisher's metadata may change.
+            Artifact::ModuleMetadata { .. } => Ok((None, Served::No)),
         }
     }
 
