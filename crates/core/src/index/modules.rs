@@ -39,7 +39,8 @@ impl Indexer {
             return Ok(None);
         };
         if let Some(Record::ModuleArchive(known)) = self.metadata.get(&id).await? {
-            if known.revision == meta.revision {
+            // Records from before docs were read are read again, once.
+            if known.revision == meta.revision && known.docs.is_some() {
                 return Ok(None); // checked and recorded already
             }
         }
