@@ -76,7 +76,8 @@ pub fn layout_key(data: &[u8]) {
     match artifact {
         Artifact::ModuleArchive {
             address, version, ..
-        } => {
+        }
+        | Artifact::ModuleMetadata { address, version } => {
             reparses_module(address);
             reparses_version(version);
         }
@@ -123,6 +124,9 @@ fn canonical_key(artifact: &Artifact) -> String {
             version,
             format,
         } => format!("modules/{address}/{version}{}", format.suffix()),
+        Artifact::ModuleMetadata { address, version } => {
+            format!("modules/{address}/{version}.json")
+        }
         Artifact::ProviderPackage {
             provider,
             version,

@@ -7,6 +7,7 @@ mod hostile;
 mod immutability;
 mod lambda;
 mod module_checks;
+mod module_docs;
 mod modules;
 mod provider_checks;
 mod providers;

@@ -6,6 +6,7 @@ mod publish;
 mod report;
 mod serve;
 mod served;
+mod show;
 mod status;
 mod token;
 
@@ -34,6 +35,8 @@ enum Command {
     Token(token::TokenArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
     Status(status::StatusArgs),
+    /// Show a module version's inputs, outputs and providers, as read at publish.
+    Show(show::ShowArgs),
     /// Publish a module or a provider release, checked as the registry checks it, and wait
     /// until it is served.
     Publish(publish::PublishArgs),
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => done(serve::run(args).await),
             Command::Status(args) => status::run(args).await,
+            Command::Show(args) => show::run(args).await,
             Command::Publish(args) => publish::run(args).await,
             Command::Token(args) => done(token::run(args).await),
             Command::Reindex(args) => done(aws::reindex(args).await),

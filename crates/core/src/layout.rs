@@ -81,6 +81,13 @@ pub enum Artifact {
         version: Version,
         format: ArchiveFormat,
     },
+    /// `modules/<namespace>/<name>/<system>/<version>.json`: the publisher's metadata of the
+    /// version (`source`, `description`), beside its archive. An addition to the layout: such
+    /// keys were refused before, so no published key changes meaning.
+    ModuleMetadata {
+        address: ModuleAddress,
+        version: Version,
+    },
     /// `providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip`
     ProviderPackage {
         provider: ProviderAddress,
@@ -109,6 +116,7 @@ impl Artifact {
     pub fn content_type(&self) -> &'static str {
         match self {
             Artifact::ModuleArchive { format, .. } => format.content_type(),
+            Artifact::ModuleMetadata { .. } => "application/json",
             Artifact::ProviderPackage { .. } | Artifact::MirrorPackage { .. } => "application/zip",
             Artifact::ProviderReleaseFile {
                 file: ReleaseFile::Signature,
@@ -154,7 +162,11 @@ pub enum Classified {
     Ignored,
 }
 
-const MODULE_SHAPE: &str = "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip)";
+const MODULE_SHAPE: &str =
+    "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip, or .json for its metadata)";
+
+/// The suffix of a module version's metadata sidecar.
+pub const MODULE_METADATA_SUFFIX: &str = ".json";
 const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip, _SHA256SUMS, _SHA256SUMS.sig or _manifest.json";
 const KEY_SHAPE: &str = "keys/<namespace>/<name>.asc";
 const MIRROR_SHAPE: &str =
@@ -288,6 +300,10 @@ fn parse_module(parts: &[&str]) -> Result<Artifact, KeyError> {
         });
     };
     let address = ModuleAddress::parse(namespace, name, system)?;
+    if let Some(stem) = file.strip_suffix(MODULE_METADATA_SUFFIX) {
+        let version = Version::parse(stem)?;
+        return Ok(Artifact::ModuleMetadata { address, version });
+    }
     let (stem, format) = ArchiveFormat::split(file).ok_or_else(|| KeyError::ArchiveSuffix {
         file: (*file).to_owned(),
     })?;
@@ -305,6 +321,9 @@ impl fmt::Display for Artifact {
             Artifact::ModuleArchive {
                 address, version, ..
             } => write!(f, "module {address} {version}"),
+            Artifact::ModuleMetadata { address, version } => {
+                write!(f, "module {address} {version} metadata")
+            }
             Artifact::ProviderPackage {
                 provider,
                 version,
@@ -361,7 +380,9 @@ pub fn pin_slot(artifact: &Artifact) -> Option<String> {
             version,
             platform,
         } => format!("mirror/{hostname}/{provider}/{version}/{platform}"),
-        Artifact::ProviderReleaseFile { .. } | Artifact::SigningKey { .. } => return None,
+        Artifact::ProviderReleaseFile { .. }
+        | Artifact::SigningKey { .. }
+        | Artifact::ModuleMetadata { .. } => return None,
     })
 }
 

@@ -217,6 +217,7 @@ fn docs() -> ModuleDocs {
         root: part(""),
         submodules: vec![part("modules/subnets")],
         examples: vec![part("examples/simple")],
+        ..Default::default()
     }
 }
 

@@ -49,6 +49,13 @@ pub(super) struct ModuleArgs {
     /// The version, without a leading v: 1.2.0.
     #[arg(value_parser = version)]
     pub(super) version: Version,
+    /// The module's repository (an http(s) URL), written to the version's metadata file
+    /// (`<version>.json` beside the archive) and shown by the registry's read API.
+    #[arg(long = "source", value_name = "URL")]
+    pub(super) repository: Option<String>,
+    /// One line about the module, written to the version's metadata file.
+    #[arg(long, value_name = "TEXT")]
+    pub(super) description: Option<String>,
     #[command(flatten)]
     pub(super) options: Options,
 }

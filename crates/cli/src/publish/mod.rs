@@ -46,6 +46,8 @@ pub struct Upload {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
     ModuleArchive,
+    /// The module version's metadata sidecar (`--source`, `--description`): replaceable.
+    ModuleMetadata,
     /// A provider package, for this `os_arch`.
     Package(String),
     Manifest,
@@ -200,6 +202,13 @@ async fn publish(
             Existing::File { sha256 } if sha256 == file.sha256 => {}
             Existing::File { .. } if file.role == Role::SigningKey => {
                 println!("  replacing {} (the same key ID, renewed)", file.key);
+                uploads.push(file.clone());
+            }
+            Existing::File { .. } if file.role == Role::ModuleMetadata => {
+                println!(
+                    "  replacing {} (the version's source and description)",
+                    file.key
+                );
                 uploads.push(file.clone());
             }
             Existing::File { sha256 } => refusals.push(format!(

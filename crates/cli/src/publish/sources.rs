@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tfreg_core::gpg::MAX_KEY_BYTES;
-use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified};
+use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified, MODULE_METADATA_SUFFIX};
+use tfreg_core::module_docs::publisher::PublisherMetadata;
 use tfreg_core::ProviderAddress;
 
 use super::args::{ModuleArgs, ProviderArgs};
@@ -18,6 +19,8 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         source,
         address,
         version,
+        repository,
+        description,
         options,
     } = args;
     let dest = options.destination().await?;
@@ -70,10 +73,27 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         (source.clone(), format)
     };
     let key = format!("modules/{address}/{version}{}", format.suffix());
-    let plan = Plan {
-        subject,
-        files: vec![Upload::of(key.clone(), &path, Role::ModuleArchive).await?],
-    };
+    let mut files = vec![];
+    // The sidecar goes first, so the archive's indexing reads it.
+    if repository.is_some() || description.is_some() {
+        let metadata = PublisherMetadata {
+            source: repository,
+            description,
+        };
+        if let Err(why) = metadata.check() {
+            return Err(Refusal::error(
+                format!("{what}: nothing was uploaded"),
+                vec![why],
+            ));
+        }
+        let sidecar = temp.join("metadata.json");
+        std::fs::write(&sidecar, serde_json::to_vec(&metadata)?)
+            .with_context(|| format!("cannot write {}", sidecar.display()))?;
+        let sidecar_key = format!("modules/{address}/{version}{MODULE_METADATA_SUFFIX}");
+        files.push(Upload::of(sidecar_key, &sidecar, Role::ModuleMetadata).await?);
+    }
+    files.push(Upload::of(key.clone(), &path, Role::ModuleArchive).await?);
+    let plan = Plan { subject, files };
     // One version, one archive: another format of it would change what is served.
     let mut refusals = vec![];
     for other in dest.list(&format!("modules/{address}/")).await? {

@@ -134,7 +134,8 @@ impl Problem {
             Classified::Artifact(artifact) => match artifact {
                 Artifact::ModuleArchive {
                     address, version, ..
-                } => (
+                }
+                | Artifact::ModuleMetadata { address, version } => (
                     "module",
                     address.namespace.to_string(),
                     Some(address.to_string()),

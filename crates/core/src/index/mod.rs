@@ -13,7 +13,8 @@
 //! packages within [`PackageLimits`], and a file that cannot be checked gets a verdict (a
 //! problem record), never an error that stops other work. Errors are for the stores.
 //!
-//! - [`modules`](self::modules): module archives;
+//! - [`modules`](self::modules): module archives, and their docs;
+//! - [`module_meta`](self::module_meta): the publisher's metadata sidecar of a module version;
 //! - [`packages`](self::packages): provider packages, under `providers/` and `mirror/`;
 //! - [`releases`](self::releases): SHA256SUMS, manifests and signature verdicts;
 //! - [`keys`](self::keys): signing keys, and re-verification when they change;
@@ -23,6 +24,7 @@
 
 mod keys;
 mod listing;
+mod module_meta;
 mod modules;
 mod packages;
 pub mod pins;
@@ -177,6 +179,9 @@ impl Indexer {
                 version,
                 format,
             } => self.index_module(key, address, version, *format).await?,
+            Artifact::ModuleMetadata { address, version } => {
+                self.index_module_metadata(key, address, version).await?
+            }
             Artifact::ProviderPackage {
                 provider,
                 version,

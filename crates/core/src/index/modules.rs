@@ -1,6 +1,8 @@
-//! Module archives: checked as `terraform init` would unpack them ([`crate::module_archive`]),
-//! then recorded with their size, revision and SHA-256. A version whose archive fails the
-//! check is never offered: its record is deleted and the reason becomes its problem record.
+//! Module archives: checked as `terraform init` would unpack them ([`crate::module_archive`])
+//! and their configuration parsed ([`crate::module_docs`]), then recorded with their size,
+//! revision, SHA-256, docs and the publisher's sidecar metadata. A version whose archive fails
+//! the check, or whose configuration does not parse, is never offered: its record is deleted
+//! and the reason becomes its problem record.
 //!
 //! Each revision is checked once: a replayed event for a recorded revision reads only the
 //! record. A refused revision is checked again on its next event, which is cheap, since
@@ -12,7 +14,8 @@ use std::io::SeekFrom;
 use super::spool::{self, Verdict};
 use super::Indexer;
 use crate::layout::ArchiveFormat;
-use crate::module_archive::{self, ModuleArchiveError, ModuleLimits};
+use crate::module_archive::{ModuleArchiveError, ModuleLimits};
+use crate::module_docs::{self, DocsError, ModuleDocs};
 use crate::names::ModuleAddress;
 use crate::store::{ModuleArchive, Record, RecordId, StoreError};
 use crate::version::Version;
@@ -36,7 +39,8 @@ impl Indexer {
             return Ok(None);
         };
         if let Some(Record::ModuleArchive(known)) = self.metadata.get(&id).await? {
-            if known.revision == meta.revision {
+            // Records from before docs were read are read again, once.
+            if known.revision == meta.revision && known.docs.is_some() {
                 return Ok(None); // checked and recorded already
             }
         }
@@ -58,10 +62,13 @@ impl Indexer {
                 return Ok(Some(reason));
             }
         };
-        if let Err(reason) = check(&opened.file, format, self.module_limits.clone()).await? {
-            self.metadata.delete(&id).await?;
-            return Ok(Some(reason));
-        }
+        let docs = match check(&opened.file, format, self.module_limits.clone()).await? {
+            Ok(docs) => docs,
+            Err(reason) => {
+                self.metadata.delete(&id).await?;
+                return Ok(Some(reason));
+            }
+        };
         let (sha256, read) = sha256_of(&opened.file).await?;
         // A file that changed while it was read is being written: its next event (or the
         // next rescan) checks the final content.
@@ -77,6 +84,13 @@ impl Indexer {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         };
+        // The publisher's sidecar, read last so a sidecar written meanwhile is seen; a bad one
+        // is its own problem record, and the version is served without it.
+        let publisher = match super::module_meta::sidecar_key(key) {
+            Some(sidecar) => self.publisher_metadata(&sidecar).await?.ok().flatten(),
+            None => None,
+        }
+        .unwrap_or_default();
         self.metadata
             .put(Record::ModuleArchive(ModuleArchive {
                 address: address.clone(),
@@ -87,9 +101,9 @@ impl Indexer {
                 revision: opened.meta.revision,
                 sha256,
                 published_at,
-                source: None,
-                description: None,
-                docs: None,
+                source: publisher.source,
+                description: publisher.description,
+                docs: Some(docs),
             }))
             .await?;
         Ok(None)
@@ -102,18 +116,19 @@ fn too_large(size: u64) -> String {
     )
 }
 
-/// Checks an archive on a blocking thread.
-async fn check(file: &File, format: ArchiveFormat, limits: ModuleLimits) -> Verdict<()> {
+/// Checks an archive and reads its docs ([`module_docs::read`]: the archive check, then its
+/// configuration parsed) on a blocking thread.
+async fn check(file: &File, format: ArchiveFormat, limits: ModuleLimits) -> Verdict<ModuleDocs> {
     let file = file
         .try_clone()
         .map_err(|e| StoreError::with_source("cannot reopen a module archive", e))?;
-    let work = move || module_archive::check(&file, format, &limits);
+    let work = move || module_docs::read(&file, format, &limits);
     let verdict = tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| StoreError::with_source("checking a module archive stopped", e))?;
     match verdict {
-        Ok(_) => Ok(Ok(())),
-        Err(ModuleArchiveError::Io(e)) => {
+        Ok(docs) => Ok(Ok(docs)),
+        Err(DocsError::Archive(ModuleArchiveError::Io(e))) => {
             Err(StoreError::with_source("cannot read a module archive", e))
         }
         Err(verdict) => Ok(Err(verdict.to_string())),

@@ -36,6 +36,9 @@ fn describe(artifact: &Artifact) -> String {
         Artifact::ModuleArchive {
             address, version, ..
         } => format!("version {version} of module {address}"),
+        Artifact::ModuleMetadata { address, version } => {
+            format!("the metadata of version {version} of module {address}")
+        }
         Artifact::ProviderPackage {
             provider,
             version,
@@ -321,6 +324,8 @@ impl Indexer {
                 }
                 Ok((None, Served::No))
             }
+            // Not a version's bytes: the publisher's metadata may change.
+            Artifact::ModuleMetadata { .. } => Ok((None, Served::No)),
         }
     }
 

@@ -57,8 +57,8 @@ impl Found {
     }
 
     /// Records one entry named `raw` (as the archive spells it), refusing what is unsafe on
-    /// its own.
-    pub(super) fn add(&mut self, raw: &str, kind: Kind) -> Result<(), ModuleArchiveError> {
+    /// its own. Returns its normalised path (empty for the root itself).
+    pub(super) fn add(&mut self, raw: &str, kind: Kind) -> Result<String, ModuleArchiveError> {
         self.entries += 1;
         if self.entries > self.max_entries {
             return Err(ModuleArchiveError::TooManyEntries {
@@ -68,7 +68,7 @@ impl Found {
         let path = entry_path(raw)?;
         if path.is_empty() {
             return match kind {
-                Kind::Folder => Ok(()), // `./`: the root itself
+                Kind::Folder => Ok(path), // `./`: the root itself
                 _ => Err(ModuleArchiveError::BadName {
                     name: shown(raw),
                     why: "names no file",
@@ -108,8 +108,8 @@ impl Found {
                 self.root_entries = true;
             }
         }
-        self.paths.push((path, shown(raw)));
-        Ok(())
+        self.paths.push((path.clone(), shown(raw)));
+        Ok(path)
     }
 
     /// The files' sizes added up.

@@ -166,13 +166,30 @@ pub fn check(
     format: ArchiveFormat,
     limits: &ModuleLimits,
 ) -> Result<ModuleSummary, ModuleArchiveError> {
+    check_visiting(file, format, limits, &mut |_, _| Ok(()))
+}
+
+/// Called with each regular file's normalised path (`modules/vpc/main.tf`) and a reader of
+/// its content, as the check meets it. It reads what it wants (bounded by the caller) and
+/// fails only when reading fails.
+pub type Visitor<'a> = dyn FnMut(&str, &mut dyn std::io::Read) -> std::io::Result<()> + 'a;
+
+/// [`check`], showing `visit` each regular file on the way: the one walk of the archive
+/// (with the same limits and deadline) for readers of its content, such as the module docs.
+/// A file of an archive that is then refused may have been shown already.
+pub fn check_visiting(
+    file: &File,
+    format: ArchiveFormat,
+    limits: &ModuleLimits,
+    visit: &mut Visitor<'_>,
+) -> Result<ModuleSummary, ModuleArchiveError> {
     let deadline = reader::Deadline::new(limits.max_duration);
     let len = file.metadata()?.len();
     let found = match format {
         ArchiveFormat::TarGz | ArchiveFormat::Tgz => {
-            targz::check(file, len, format, limits, deadline)?
+            targz::check(file, len, format, limits, deadline, visit)?
         }
-        ArchiveFormat::Zip => zipfile::check(file, len, limits, deadline)?,
+        ArchiveFormat::Zip => zipfile::check(file, len, limits, deadline, visit)?,
     };
     found.summary(format)
 }

@@ -14,7 +14,9 @@ use tar::EntryType;
 
 use super::entries::{Found, Kind};
 use super::reader::{Deadline, Positional};
-use super::{ArchiveFormat, ModuleArchiveError, ModuleLimits, MAX_NAME_BYTES, RATIO_FLOOR_BYTES};
+use super::{
+    ArchiveFormat, ModuleArchiveError, ModuleLimits, Visitor, MAX_NAME_BYTES, RATIO_FLOOR_BYTES,
+};
 
 /// The largest PAX extended header read (real ones hold a few records).
 const MAX_PAX_BYTES: u64 = 64 * 1024;
@@ -129,6 +131,7 @@ pub(super) fn check(
     format: ArchiveFormat,
     limits: &ModuleLimits,
     deadline: Deadline,
+    visit: &mut Visitor<'_>,
 ) -> Result<Found, ModuleArchiveError> {
     let not_as_named = |detail: String| ModuleArchiveError::NotAsNamed {
         kind: KIND,
@@ -156,7 +159,7 @@ pub(super) fn check(
         deadline,
     };
     let mut archive = tar::Archive::new(meter);
-    let failure = match read_entries(&mut archive, limits) {
+    let failure = match read_entries(&mut archive, limits, visit) {
         Ok(found) => return Ok(found),
         Err(failure) => failure,
     };
@@ -202,6 +205,7 @@ struct Pending {
 fn read_entries<R: Read>(
     archive: &mut tar::Archive<R>,
     limits: &ModuleLimits,
+    visit: &mut Visitor<'_>,
 ) -> Result<Found, Failure> {
     let mut found = Found::new(limits.max_entries);
     let mut pending = Pending::default();
@@ -250,7 +254,11 @@ fn read_entries<R: Read>(
                 .into())
             }
         };
-        found.add(&described.name, kind)?;
+        let is_file = matches!(kind, Kind::File { .. });
+        let path = found.add(&described.name, kind)?;
+        if is_file {
+            visit(&path, &mut entry)?;
+        }
     }
     if pending.long_name.is_some() || pending.long_link.is_some() || pending.pax.is_some() {
         return Err(Failure::Malformed(

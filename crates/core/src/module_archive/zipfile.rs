@@ -7,7 +7,7 @@ use std::io::{self, Read};
 
 use super::entries::{name_refusal, Found, Kind};
 use super::reader::{Deadline, Positional};
-use super::{ModuleArchiveError, ModuleLimits, MAX_NAME_BYTES, RATIO_FLOOR_BYTES};
+use super::{ModuleArchiveError, ModuleLimits, Visitor, MAX_NAME_BYTES, RATIO_FLOOR_BYTES};
 use crate::hash::{self, HashError, PackageLimits};
 
 const KIND: &str = "zip archive";
@@ -23,6 +23,7 @@ pub(super) fn check(
     len: u64,
     limits: &ModuleLimits,
     deadline: Deadline,
+    visit: &mut Visitor<'_>,
 ) -> Result<Found, ModuleArchiveError> {
     let package = PackageLimits {
         // The caller bounds the file; what counts here is what it expands to.
@@ -74,7 +75,12 @@ pub(super) fn check(
                 })
             }
         };
-        found.add(&name, kind)?;
+        let is_file = matches!(kind, Kind::File { .. });
+        let path = found.add(&name, kind)?;
+        if is_file {
+            let mut entry = archive.by_index(index).map_err(zip_error)?;
+            visit(&path, &mut entry)?;
+        }
     }
     // Each entry's ratio was checked; many small ones can add up, too.
     let expanded = found.file_bytes();

@@ -1,0 +1,185 @@
+//! `tfreg show NS/NAME/SYSTEM[@VERSION]`: a module version's inputs, outputs and providers, as
+//! read from its archive at publish. Without a version, the latest one without a prerelease
+//! part. Reads a data directory (indexed first, as `tfreg status` does) or the AWS shape's
+//! table.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use tfreg_aws::settings::{BucketSetting, TableSetting};
+use tfreg_core::module_docs::ModulePart;
+use tfreg_core::signing::UrlSigner;
+use tfreg_core::store::ModuleArchive;
+use tfreg_core::tokens::Access;
+use tfreg_core::{Indexer, ModuleAddress, Registry, Version};
+use tfreg_local::{FsArtifactStore, LocalMetadataStore};
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// NAMESPACE/NAME/SYSTEM, optionally @VERSION (`acme/network/aws@1.2.0`).
+    module: String,
+    /// Print the version's record as JSON: `address`, `version`, `published_at`, `source`,
+    /// `description` and `docs`.
+    #[arg(long)]
+    json: bool,
+    /// The data directory, laid out like the registry's S3 bucket.
+    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
+    data: PathBuf,
+    /// With --table and --bucket: read the AWS shape instead.
+    #[command(flatten)]
+    table: TableSetting,
+    #[command(flatten)]
+    bucket: BucketSetting,
+}
+
+fn parse(text: &str) -> anyhow::Result<(ModuleAddress, Option<Version>)> {
+    let (address, version) = match text.split_once('@') {
+        Some((address, version)) => (address, Some(Version::parse(version)?)),
+        None => (text, None),
+    };
+    let parts: Vec<&str> = address.split('/').collect();
+    let [namespace, name, system] = parts.as_slice() else {
+        bail!("{address:?} is not NAMESPACE/NAME/SYSTEM");
+    };
+    Ok((ModuleAddress::parse(namespace, name, system)?, version))
+}
+
+pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let (address, version) = parse(&args.module)?;
+    let registry = if args.table.table.is_some() || args.bucket.bucket.is_some() {
+        let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
+        let aws =
+            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await;
+        Registry::new(aws.metadata.clone(), aws.artifacts)
+    } else {
+        let data = args
+            .data
+            .canonicalize()
+            .with_context(|| format!("cannot open the data directory {}", args.data.display()))?;
+        let signer = Arc::new(UrlSigner::new(
+            UrlSigner::generate_secret().to_vec(),
+            Duration::from_secs(60),
+        ));
+        let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
+        let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
+        let indexer = Indexer::new(metadata.clone(), artifacts.clone()).without_pinning();
+        crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
+        Registry::new(metadata, artifacts)
+    };
+    let version = match version {
+        Some(version) => version,
+        None => {
+            let listed = registry.module_versions(&Access::All, &address).await?;
+            let latest = listed.modules[0]
+                .versions
+                .iter()
+                .map(|v| &v.version)
+                .filter(|v| !v.is_prerelease())
+                .max()
+                .cloned();
+            match latest {
+                Some(latest) => latest,
+                None => {
+                    bail!("module {address} has only prerelease versions: name one with @VERSION")
+                }
+            }
+        }
+    };
+    let archive = registry
+        .module_archive(&Access::All, &address, &version)
+        .await?;
+    match args.json {
+        true => println!("{}", serde_json::to_string_pretty(&document(&archive))?),
+        false => print!("{}", text(&archive)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn document(archive: &ModuleArchive) -> serde_json::Value {
+    serde_json::json!({
+        "address": archive.address.to_string(),
+        "version": archive.version.to_string(),
+        "published_at": archive.published_at,
+        "source": archive.source,
+        "description": archive.description,
+        "docs": archive.docs,
+    })
+}
+
+fn text(archive: &ModuleArchive) -> anyhow::Result<String> {
+    let mut out = String::new();
+    writeln!(out, "module {} {}", archive.address, archive.version)?;
+    if let Some(description) = &archive.description {
+        writeln!(out, "  {description}")?;
+    }
+    if let Some(source) = &archive.source {
+        writeln!(out, "  source: {source}")?;
+    }
+    let Some(docs) = &archive.docs else {
+        writeln!(
+            out,
+            "  (no docs: published before the registry read them; reindex to read them)"
+        )?;
+        return Ok(out);
+    };
+    part(&mut out, &docs.root)?;
+    for sub in docs.submodules.iter().chain(&docs.examples) {
+        writeln!(out, "\n{}:", sub.path)?;
+        part(&mut out, sub)?;
+    }
+    Ok(out)
+}
+
+fn part(out: &mut String, part: &ModulePart) -> anyhow::Result<()> {
+    if let Some(required) = &part.required_version {
+        writeln!(out, "  terraform {required}")?;
+    }
+    writeln!(out, "  inputs:")?;
+    for input in &part.inputs {
+        let default = match &input.default {
+            Some(default) => format!(" = {default}"),
+            None => " (required)".into(),
+        };
+        let sensitive = if input.sensitive { " (sensitive)" } else { "" };
+        writeln!(
+            out,
+            "    {} {}{default}{sensitive}  {}",
+            input.name, input.type_, input.description
+        )?;
+    }
+    writeln!(out, "  outputs:")?;
+    for output in &part.outputs {
+        let sensitive = if output.sensitive { " (sensitive)" } else { "" };
+        writeln!(
+            out,
+            "    {}{sensitive}  {}",
+            output.name, output.description
+        )?;
+    }
+    writeln!(out, "  providers:")?;
+    for provider in &part.provider_dependencies {
+        writeln!(
+            out,
+            "    {} {} {}",
+            provider.name, provider.source, provider.version
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn addresses_parse_with_and_without_a_version() {
+        let (address, version) = super::parse("acme/network/aws@1.2.0-rc.1").unwrap();
+        assert_eq!(address.to_string(), "acme/network/aws");
+        assert_eq!(version.unwrap().to_string(), "1.2.0-rc.1");
+        assert!(super::parse("acme/network").is_err());
+        assert!(super::parse("acme/network/aws@v1").is_err());
+    }
+}
