@@ -61,7 +61,7 @@ fn s(path: &Path) -> &str {
 #[test]
 fn a_published_module_shows_its_inputs_outputs_providers_submodules_and_examples() {
     let data = TempDir::new().unwrap();
-    let _server = Server::start(data.path(), &[]);
+    let server = Server::start(data.path(), &[]);
     let folder = TempDir::new().unwrap();
     let root = folder.path();
     write(root, "main.tf", MAIN_TF);
@@ -138,6 +138,35 @@ fn a_published_module_shows_its_inputs_outputs_providers_submodules_and_examples
     assert_eq!(doc["docs"]["submodules"][0]["path"], "modules/subnets");
     assert_eq!(doc["docs"]["submodules"][0]["inputs"][0]["name"], "vpc_id");
     assert_eq!(doc["docs"]["examples"][0]["path"], "examples/simple");
+
+    // The read API answers the same facts in the public registry's shape,
+    let (status, body) = server.get("/v1/modules/acme/vpc/aws/1.0.0");
+    assert_eq!(status, 200, "{body}");
+    let details: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(details["id"], "acme/vpc/aws/1.0.0");
+    assert_eq!(details["source"], "https://git.example.com/acme/vpc");
+    assert_eq!(details["description"], "A VPC with subnets.");
+    assert!(
+        details["published_at"].as_str().unwrap().ends_with('Z'),
+        "{body}"
+    );
+    assert_eq!(details["root"]["inputs"], doc["docs"]["root"]["inputs"]);
+    assert_eq!(details["root"]["outputs"], doc["docs"]["root"]["outputs"]);
+    assert_eq!(
+        details["root"]["provider_dependencies"],
+        doc["docs"]["root"]["provider_dependencies"]
+    );
+    assert_eq!(details["submodules"][0]["path"], "modules/subnets");
+    assert_eq!(details["examples"][0]["path"], "examples/simple");
+    assert_eq!(details["versions"], serde_json::json!(["1.0.0"]));
+    // and `/versions` carries the source, which Renovate reads for its changelogs.
+    let (status, body) = server.get("/v1/modules/acme/vpc/aws/versions");
+    assert_eq!(status, 200, "{body}");
+    let versions: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(
+        versions["modules"][0]["versions"][0]["source"],
+        "https://git.example.com/acme/vpc"
+    );
 
     // and in words, for people.
     let (code, out, err) = tfreg_run(
