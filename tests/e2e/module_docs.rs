@@ -167,6 +167,10 @@ fn a_published_module_shows_its_inputs_outputs_providers_submodules_and_examples
         versions["modules"][0]["versions"][0]["source"],
         "https://git.example.com/acme/vpc"
     );
+    assert_eq!(
+        versions["modules"][0]["source"],
+        "https://git.example.com/acme/vpc"
+    );
 
     // and in words, for people.
     let (code, out, err) = tfreg_run(

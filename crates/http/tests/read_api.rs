@@ -349,11 +349,15 @@ async fn versions_carry_the_source_where_the_publisher_gave_it() {
     let versions = ok(&g.app, "/v1/modules/acme/network/aws/versions", &token).await;
     assert_eq!(
         versions,
-        json!({"modules": [{"versions": [
-            {"version": "1.0.0"},
-            {"version": "1.2.0", "source": "https://git.example.com/acme/network"},
-            {"version": "2.0.0-rc.1"},
-        ]}]})
+        json!({"modules": [{
+            // Module-wide, as Renovate reads it: the newest release's.
+            "source": "https://git.example.com/acme/network",
+            "versions": [
+                {"version": "1.0.0"},
+                {"version": "1.2.0", "source": "https://git.example.com/acme/network"},
+                {"version": "2.0.0-rc.1"},
+            ]
+        }]})
     );
 }
 

@@ -33,6 +33,11 @@ pub struct ModuleVersions {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleVersionList {
+    /// The module's repository, from its newest release that names one (newest of all
+    /// when only prereleases do): what Renovate reads (`modules[0].source`) to link
+    /// release notes. Absent when no version names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub versions: Vec<ModuleVersion>,
 }
 

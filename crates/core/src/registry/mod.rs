@@ -96,8 +96,15 @@ impl Registry {
         if served.is_empty() {
             return Err(module_not_found(address));
         }
+        let with_source = || served.iter().filter(|(_, a)| a.source.is_some());
+        let source = with_source()
+            .filter(|(v, _)| !v.is_prerelease())
+            .last()
+            .or_else(|| with_source().last())
+            .and_then(|(_, a)| a.source.clone());
         Ok(ModuleVersions {
             modules: [ModuleVersionList {
+                source,
                 versions: served
                     .into_iter()
                     .map(|(version, archive)| ModuleVersion {
