@@ -26,14 +26,7 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 async fn sdk(moto: &Moto) -> SdkConfig {
-    let credentials =
-        aws_sdk_s3::config::Credentials::new("testing", "testing", None, None, "test");
-    tfreg_aws::config_loader()
-        .endpoint_url(&moto.endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(credentials)
-        .load()
-        .await
+    moto.sdk_config().await
 }
 
 pub(crate) struct Aws {
@@ -47,22 +40,8 @@ pub(crate) struct Aws {
 /// A versioned bucket and the table, as template.yaml makes them.
 pub(crate) async fn provision(moto: &Moto) -> Aws {
     let config = sdk(moto).await;
-    let s3 = tfreg_aws::s3_client(&config);
+    let s3 = tfreg_e2e::provision(&config, BUCKET, TABLE).await;
     let dynamodb = tfreg_aws::dynamodb_client(&config);
-    s3.create_bucket().bucket(BUCKET).send().await.unwrap();
-    s3.put_bucket_versioning()
-        .bucket(BUCKET)
-        .versioning_configuration(
-            aws_sdk_s3::types::VersioningConfiguration::builder()
-                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    tfreg_aws::dynamo::create_table(&dynamodb, TABLE)
-        .await
-        .unwrap();
     Aws {
         artifacts: Arc::new(S3ArtifactStore::new(
             s3.clone(),

@@ -453,19 +453,7 @@ fn refusals_reach_status_in_the_aws_shape_too() {
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let config = tfreg_aws::config_loader()
-            .endpoint_url(&moto.endpoint)
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                "testing", "testing", None, None, "test",
-            ))
-            .load()
-            .await;
-        let s3 = tfreg_aws::s3_client(&config);
-        s3.create_bucket().bucket(bucket).send().await.unwrap();
-        tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(&config), table)
-            .await
-            .unwrap();
+        let s3 = tfreg_e2e::provision(&moto.sdk_config().await, bucket, table).await;
         for (key, bytes) in uploads {
             s3.put_object()
                 .bucket(bucket)

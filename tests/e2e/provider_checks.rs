@@ -609,19 +609,7 @@ const TABLE: &str = "tfreg-checks";
 fn upload_tree(moto: &Moto, dir: &Path) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let config = tfreg_aws::config_loader()
-            .endpoint_url(&moto.endpoint)
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                "testing", "testing", None, None, "test",
-            ))
-            .load()
-            .await;
-        let s3 = tfreg_aws::s3_client(&config);
-        s3.create_bucket().bucket(BUCKET).send().await.unwrap();
-        tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(&config), TABLE)
-            .await
-            .unwrap();
+        let s3 = tfreg_e2e::provision(&moto.sdk_config().await, BUCKET, TABLE).await;
         for path in files_under(dir) {
             let key = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
             let body = aws_sdk_s3::primitives::ByteStream::from(std::fs::read(&path).unwrap());

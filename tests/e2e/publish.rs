@@ -459,32 +459,8 @@ fn publishing_to_a_bucket_uploads_in_parts_and_waits_through_the_table() {
     let moto = Moto::start();
     let env = moto.env();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let s3 = runtime.block_on(async {
-        let credentials =
-            aws_sdk_s3::config::Credentials::new("testing", "testing", None, None, "test");
-        let config = tfreg_aws::config_loader()
-            .endpoint_url(&moto.endpoint)
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(credentials)
-            .load()
-            .await;
-        let s3 = tfreg_aws::s3_client(&config);
-        s3.create_bucket().bucket(BUCKET).send().await.unwrap();
-        s3.put_bucket_versioning()
-            .bucket(BUCKET)
-            .versioning_configuration(
-                aws_sdk_s3::types::VersioningConfiguration::builder()
-                    .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
-        tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(&config), TABLE)
-            .await
-            .unwrap();
-        s3
-    });
+    let s3 = runtime
+        .block_on(async { tfreg_e2e::provision(&moto.sdk_config().await, BUCKET, TABLE).await });
     let _indexing = Indexing::start(env.clone(), TABLE, BUCKET);
 
     // Given a module folder holding an 11 MiB file (a bundled asset that does not

@@ -710,7 +710,44 @@ pub struct Moto {
     pub endpoint: String,
 }
 
+/// Creates what template.yaml creates for the registry: a versioned bucket and the table.
+/// Returns the S3 client.
+pub async fn provision(
+    config: &aws_config::SdkConfig,
+    bucket: &str,
+    table: &str,
+) -> aws_sdk_s3::Client {
+    let s3 = tfreg_aws::s3_client(config);
+    s3.create_bucket().bucket(bucket).send().await.unwrap();
+    s3.put_bucket_versioning()
+        .bucket(bucket)
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(config), table)
+        .await
+        .unwrap();
+    s3
+}
+
 impl Moto {
+    /// The SDK configuration for this moto: its endpoint, test credentials, `us-east-1`.
+    pub async fn sdk_config(&self) -> aws_config::SdkConfig {
+        let credentials =
+            aws_sdk_s3::config::Credentials::new("testing", "testing", None, None, "test");
+        tfreg_aws::config_loader()
+            .endpoint_url(&self.endpoint)
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(credentials)
+            .load()
+            .await
+    }
+
     /// Starts moto over plain HTTP.
     pub fn start() -> Moto {
         Moto::start_with(None)

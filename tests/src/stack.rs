@@ -357,22 +357,7 @@ async fn provision(moto: &Moto, cert: &Path, bucket: &str, table: &str) -> aws_s
         .http_client(http)
         .load()
         .await;
-    let s3 = tfreg_aws::s3_client(&config);
-    s3.create_bucket().bucket(bucket).send().await.unwrap();
-    s3.put_bucket_versioning()
-        .bucket(bucket)
-        .versioning_configuration(
-            aws_sdk_s3::types::VersioningConfiguration::builder()
-                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    tfreg_aws::dynamo::create_table(&tfreg_aws::dynamodb_client(&config), table)
-        .await
-        .unwrap();
-    s3
+    crate::provision(&config, bucket, table).await
 }
 
 /// Starts one function's binary under its own Runtime API, with the template's environment.

@@ -98,9 +98,8 @@ impl Registry {
         }
         let with_source = || served.iter().filter(|(_, a)| a.source.is_some());
         let source = with_source()
-            .filter(|(v, _)| !v.is_prerelease())
-            .last()
-            .or_else(|| with_source().last())
+            .rfind(|(v, _)| !v.is_prerelease())
+            .or_else(|| with_source().next_back())
             .and_then(|(_, a)| a.source.clone());
         Ok(ModuleVersions {
             modules: [ModuleVersionList {
