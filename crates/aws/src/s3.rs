@@ -87,11 +87,18 @@ impl S3ArtifactStore {
         key: &str,
         e: impl std::error::Error + Send + Sync + 'static,
     ) -> StoreError {
-        StoreError::with_source(
-            format!("S3 {action} of s3://{}/{key} failed", self.bucket),
-            e,
-        )
+        s3_failure(&self.bucket, action, key, e)
     }
+}
+
+/// An S3 call that failed, naming the action and the object.
+pub(crate) fn s3_failure(
+    bucket: &str,
+    action: &str,
+    key: &str,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::with_source(format!("S3 {action} of s3://{bucket}/{key} failed"), e)
 }
 
 /// What HeadObject and GetObject tell of an object.

@@ -74,10 +74,7 @@ impl Uploader {
         key: &str,
         e: impl std::error::Error + Send + Sync + 'static,
     ) -> StoreError {
-        StoreError::with_source(
-            format!("S3 {action} of s3://{}/{key} failed", self.bucket),
-            e,
-        )
+        crate::s3::s3_failure(&self.bucket, action, key, e)
     }
 
     /// Every key under `prefix`.
