@@ -106,8 +106,10 @@ async fn pin_of(
 
 /// What the registry sees at a key.
 enum Seen {
-    /// The object as it is.
+    /// The object as it is: no pin applies (its state not looked up yet).
     Live,
+    /// The object as it is, at its pinned revision (looked up already).
+    AtPin(ObjectMeta),
     /// The pinned bytes, whatever is at the key now.
     Pinned(PinRecord),
     /// Nothing: the file is gone (yanked), or the key is not the one its version was
@@ -138,7 +140,7 @@ impl PinnedArtifacts {
         }
         Ok(match self.inner.head(key).await? {
             None => Seen::Hidden,
-            Some(meta) if meta.revision == pin.revision => Seen::Live,
+            Some(meta) if meta.revision == pin.revision => Seen::AtPin(meta),
             Some(_) => Seen::Pinned(pin),
         })
     }
@@ -149,6 +151,7 @@ impl ArtifactStore for PinnedArtifacts {
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         match self.seen(key).await? {
             Seen::Live => self.inner.head(key).await,
+            Seen::AtPin(meta) => Ok(Some(meta)),
             Seen::Hidden => Ok(None),
             Seen::Pinned(pin) => Ok(self
                 .inner
@@ -164,7 +167,7 @@ impl ArtifactStore for PinnedArtifacts {
 
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
         match self.seen(key).await? {
-            Seen::Live => self.inner.open(key).await,
+            Seen::Live | Seen::AtPin(_) => self.inner.open(key).await,
             Seen::Hidden => Ok(None),
             Seen::Pinned(pin) => self.inner.open_revision(key, &pin.revision).await,
         }
@@ -193,7 +196,7 @@ impl ArtifactStore for PinnedArtifacts {
         key: &str,
     ) -> Result<Option<(std::fs::File, ObjectMeta)>, StoreError> {
         match self.seen(key).await? {
-            Seen::Live => self.inner.open_local(key).await,
+            Seen::Live | Seen::AtPin(_) => self.inner.open_local(key).await,
             // Pinned bytes are read through `open`, as a copy.
             Seen::Hidden | Seen::Pinned(_) => Ok(None),
         }
