@@ -940,3 +940,91 @@ async fn packages_without_the_providers_executable_are_never_offered() {
         .await
         .is_ok());
 }
+
+/// A metadata store that runs the release signature's event (with its own indexer, as a
+/// concurrent invocation would) right after the package's event looked for a verified
+/// signature the second time, the look it decides on.
+struct SignatureVerifiedMeanwhile {
+    inner: Arc<MemoryMetadataStore>,
+    queries_until_signature: std::sync::Mutex<usize>,
+    verifier: Indexer,
+    sig_key: String,
+}
+
+#[async_trait::async_trait]
+impl tfreg_core::MetadataStore for SignatureVerifiedMeanwhile {
+    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
+        self.inner.put(record).await
+    }
+    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
+        self.inner.delete(id).await
+    }
+    async fn get(
+        &self,
+        id: &tfreg_core::store::RecordId,
+    ) -> Result<Option<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.get(id).await
+    }
+    async fn query(
+        &self,
+        partition: &str,
+    ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        let records = self.inner.query(partition).await?;
+        if partition == tfreg_core::store::partition::provider(&widget()) {
+            let run = {
+                let mut left = self.queries_until_signature.lock().unwrap();
+                let run = *left == 1;
+                *left = left.saturating_sub(1);
+                run
+            };
+            if run {
+                self.verifier.index_key(&self.sig_key).await?;
+            }
+        }
+        Ok(records)
+    }
+    async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.scan().await
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
+    let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
+    let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+    let inner = Arc::new(MemoryMetadataStore::new());
+    let dir = "providers/acme/widget/2.0.0";
+    let sums = "terraform-provider-widget_2.0.0_SHA256SUMS";
+    let sig_key = format!("{dir}/{sums}.sig");
+    let metadata = Arc::new(SignatureVerifiedMeanwhile {
+        inner: inner.clone(),
+        queries_until_signature: std::sync::Mutex::new(usize::MAX),
+        verifier: Indexer::new(inner.clone(), artifacts.clone()),
+        sig_key: sig_key.clone(),
+    });
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
+    for (key, name) in [
+        ("keys/acme/shapes.asc".to_owned(), "shapes.asc".to_owned()),
+        (format!("{dir}/{sums}"), sums.to_owned()),
+    ] {
+        artifacts.put(&key, shape(&name));
+        indexer.index_key(&key).await.unwrap();
+    }
+    // Given a signed package without the provider's executable, whose signature arrives
+    // while the package's own event runs, and is verified after that event last looked,
+    let package = "terraform-provider-widget_2.0.0_linux_386.zip";
+    let key = format!("{dir}/{package}");
+    artifacts.put(&key, shape(package));
+    artifacts.put(&sig_key, shape(&format!("{sums}.sig")));
+    *metadata.queries_until_signature.lock().unwrap() = 2;
+    indexer.index_key(&key).await.unwrap();
+    assert_eq!(*metadata.queries_until_signature.lock().unwrap(), 0);
+    // then the reason the verification found is still what status reports for the package.
+    let registry = Registry::new(inner, artifacts);
+    let problems = registry.problems().await.unwrap();
+    let problem = problems.iter().find(|p| p.key == key).map(|p| &p.problem);
+    assert!(
+        problem.is_some_and(|p| p.contains("no provider executable at its top level")),
+        "{problems:?}"
+    );
+}

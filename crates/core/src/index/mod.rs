@@ -173,6 +173,7 @@ impl Indexer {
         };
         // Different bytes under a published version are refused; the version keeps its own.
         let refused = self.pin_refusal(key, &artifact).await?;
+        let mut cleared_early = false;
         let problem = match &artifact {
             Artifact::ModuleArchive {
                 address,
@@ -188,6 +189,12 @@ impl Indexer {
                 platform,
             } => {
                 self.note_provider(provider).await?;
+                // A signature verified meanwhile may unpack this package and record why it
+                // was refused. Any older problem is cleared now, before this event looks for
+                // the signature, and an outcome without a problem writes nothing at the end:
+                // so a refusal recorded by the verifier is never cleared by this event.
+                self.set_problem(key, None).await?;
+                cleared_early = true;
                 self.index_package(key, None, provider, version, platform)
                     .await?
             }
@@ -233,7 +240,9 @@ impl Indexer {
             .or(lost)
             .or(problem.filter(|_| exists))
             .or(unreadable);
-        self.set_problem(key, problem.clone()).await?;
+        if problem.is_some() || !cleared_early {
+            self.set_problem(key, problem.clone()).await?;
+        }
         Ok(match (exists, problem) {
             (_, Some(reason)) => {
                 tracing::warn!(key, reason, "refused: this file is never served");
