@@ -88,6 +88,56 @@ pub struct PublicSetting {
     pub public: bool,
 }
 
+/// The web pages' settings.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct WebSettings {
+    /// Show README images from `https://` URLs (`true`/`false`). Off, their alt text shows
+    /// instead: a remote image tells its server who reads the page.
+    #[arg(
+        long = "web-remote-images",
+        env = "TFREG_WEB_REMOTE_IMAGES",
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true"
+    )]
+    pub remote_images: bool,
+    /// How long a web session lasts at most (5m to 30d); never past its token's expiry.
+    #[arg(long, env = "TFREG_SESSION_LIFETIME", default_value = "12h", value_parser = session_lifetime)]
+    pub session_lifetime: Duration,
+    /// The secret (32+ characters) that signs web sessions. The local server derives one
+    /// from its URL secret when this is not given.
+    #[arg(long, env = "TFREG_SESSION_SECRET", hide_env_values = true, value_parser = secret)]
+    pub session_secret: Option<Secret>,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        Self {
+            remote_images: false,
+            session_lifetime: Duration::from_secs(12 * 3600),
+            session_secret: None,
+        }
+    }
+}
+
+/// The shortest and longest web sessions.
+pub const SESSION_LIFETIME_RANGE: (Duration, Duration) = (
+    Duration::from_secs(300),
+    Duration::from_secs(30 * 24 * 3600),
+);
+
+/// Parses a session lifetime within [`SESSION_LIFETIME_RANGE`].
+pub fn session_lifetime(value: &str) -> Result<Duration, String> {
+    let lifetime = humantime::parse_duration(value.trim())
+        .map_err(|e| format!("is not a duration like 12h ({e})"))?;
+    let (min, max) = SESSION_LIFETIME_RANGE;
+    if lifetime < min || lifetime > max {
+        return Err("must be between 5m and 30d".into());
+    }
+    Ok(lifetime)
+}
+
 /// The registry's hostname, when it has a name of its own.
 #[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostnameSetting {

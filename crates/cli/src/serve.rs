@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use tfreg_aws::settings::{BucketSetting, DownloadMode, PublicSetting, TableSetting};
+use tfreg_aws::settings::{BucketSetting, DownloadMode, PublicSetting, TableSetting, WebSettings};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{Hostname, Indexer, Registry};
+use tfreg_http::web::{SessionKey, WebOptions};
 use tfreg_http::AppState;
 use tfreg_local::server::ServerLimits;
 use tfreg_local::{
@@ -61,6 +62,10 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     bucket: BucketSetting,
+
+    /// The web pages: README images, sessions.
+    #[command(flatten)]
+    web: WebSettings,
 
     /// With --table: `presigned` hands Terraform URLs presigned for GET; `redirect` hands it
     /// this server's own signed URLs, which redirect GET and HEAD to URLs presigned for each.
@@ -163,7 +168,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public.public).then_some(aws.tokens);
             // With presigned downloads there is nothing for this server to sign.
-            let app = tfreg_http::router(AppState::new(registry, redirect, tokens));
+            let app = tfreg_http::router(web(
+                AppState::new(registry, redirect, tokens),
+                &args.web,
+                &signer,
+            ));
             (app, None, None)
         }
         _ => {
@@ -226,7 +235,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 });
                 Some(tokens)
             };
-            let app = tfreg_http::router(AppState::new(registry, Some(signer), tokens));
+            let state = web(
+                AppState::new(registry, Some(signer.clone()), tokens),
+                &args.web,
+                &signer,
+            );
+            let app = tfreg_http::router(state);
             (app, Some(watcher), Some(snapshots))
         }
     };
@@ -405,4 +419,21 @@ fn print_banner(b: &Banner<'_>) {
     print!("{out}");
     use std::io::Write;
     let _ = std::io::stdout().flush();
+}
+
+/// The web pages' settings: sessions signed with a key derived from `--session-secret`,
+/// or else from the URL secret kept in the data directory.
+fn web(state: AppState, settings: &WebSettings, signer: &UrlSigner) -> AppState {
+    let key = match &settings.session_secret {
+        Some(secret) => {
+            UrlSigner::new(secret.0.clone(), signer.ttl()).derive_key(SessionKey::LABEL)
+        }
+        None => signer.derive_key(SessionKey::LABEL),
+    };
+    state
+        .with_sessions(SessionKey::new(key))
+        .with_web_options(WebOptions {
+            remote_images: settings.remote_images,
+            session_lifetime: settings.session_lifetime,
+        })
 }

@@ -93,6 +93,16 @@ impl UrlSigner {
         self.ttl
     }
 
+    /// A key for another purpose (`label`), derived from the secret: what holds the one
+    /// cannot forge the other, and no second secret has to be kept.
+    pub fn derive_key(&self, label: &str) -> [u8; 32] {
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC accepts keys of any length");
+        mac.update(b"tfreg-derived-key-v1\n");
+        mac.update(label.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self, key: &str, revision: Option<&str>, expires: u64) -> Hmac<Sha256> {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC accepts keys of any length");

@@ -376,6 +376,8 @@ pub enum Record {
     Problem(ProblemRecord),
     /// Lists a provider under its namespace, so a key change can find what to re-verify.
     NamespaceProvider(ProviderAddress),
+    /// Lists a provider among all providers ([`partition::PROVIDERS`]), for the catalogue.
+    ListedProvider(ProviderAddress),
     Pin(PinRecord),
     /// Lists a module among all modules ([`partition::MODULES`]).
     ListedModule(ModuleSummary),
@@ -398,6 +400,8 @@ pub mod partition {
     pub const PINS: &str = "pins";
     /// Every module, one summary each, by address.
     pub const MODULES: &str = "modules";
+    /// Every provider that has any file under `providers/`, by address.
+    pub const PROVIDERS: &str = "providers";
 
     pub fn module(address: &ModuleAddress) -> String {
         format!("module/{address}")
@@ -518,6 +522,9 @@ impl Record {
             Record::Pin(p) => RecordId::pin(&p.slot),
             Record::NamespaceProvider(p) => {
                 RecordId::new(partition::namespace(&p.namespace), p.type_.to_string())
+            }
+            Record::ListedProvider(p) => {
+                RecordId::new(partition::PROVIDERS.to_owned(), p.to_string())
             }
             Record::ListedModule(m) => RecordId::listed_module(&m.address),
             Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),

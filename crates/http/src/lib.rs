@@ -9,6 +9,7 @@ pub mod extract;
 pub mod logging;
 pub mod middleware;
 pub mod routes;
+pub mod web;
 
 use std::sync::Arc;
 
@@ -34,6 +35,9 @@ pub enum Family {
     Mirror,
     /// `/v1/artifacts/...`: the registry's own signed download URLs
     Downloads,
+    /// The web pages: `/`, `/modules/...`, `/providers/...`, `/namespaces/...`,
+    /// `/sign-in`, `/sign-out`, `/assets/...`
+    Web,
 }
 
 impl Family {
@@ -46,6 +50,13 @@ impl Family {
             p if p.starts_with("/v1/providers/") => Family::Providers,
             p if p.starts_with("/v1/mirror/") => Family::Mirror,
             p if p.starts_with("/v1/artifacts/") => Family::Downloads,
+            "/" | "/sign-in" | "/sign-out" => Family::Web,
+            p if ["/modules/", "/providers/", "/namespaces/", "/assets/"]
+                .iter()
+                .any(|prefix| p.starts_with(prefix)) =>
+            {
+                Family::Web
+            }
             _ => return None,
         };
         Some(family)
@@ -58,6 +69,7 @@ impl Family {
             Family::Providers => "providers",
             Family::Mirror => "mirror",
             Family::Downloads => "downloads",
+            Family::Web => "web",
         }
     }
 }
@@ -87,6 +99,9 @@ pub struct AppState {
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
     pub discovery: Discovery,
+    /// Signs the web pages' sessions; `None`: no signing in (pages need a header).
+    pub sessions: Option<web::SessionKey>,
+    pub web: web::WebOptions,
 }
 
 impl AppState {
@@ -101,6 +116,29 @@ impl AppState {
             signer,
             tokens,
             discovery: Discovery::default(),
+            sessions: None,
+            web: web::WebOptions::default(),
+        }
+    }
+
+    /// Lets people sign in to the web pages, with sessions signed by `key`.
+    pub fn with_sessions(mut self, key: web::SessionKey) -> Self {
+        self.sessions = Some(key);
+        self
+    }
+
+    /// The web pages' settings.
+    pub fn with_web_options(mut self, options: web::WebOptions) -> Self {
+        self.web = options;
+        self
+    }
+
+    fn web(&self) -> web::WebState {
+        web::WebState {
+            registry: self.registry.clone(),
+            tokens: self.tokens.clone(),
+            sessions: self.sessions.clone(),
+            options: self.web.clone(),
         }
     }
 
@@ -123,6 +161,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let api = state.api();
     let routes = routes::discovery::routes(state.discovery.clone())
+        .merge(web::routes(state.web()))
         .merge(routes::modules::routes(api.clone()))
         .merge(routes::providers::routes(api.clone()))
         .merge(routes::mirror::routes(api))

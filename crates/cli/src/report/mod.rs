@@ -286,7 +286,7 @@ impl Scope {
                 Record::Manifest(r) => {
                     scope.providers.insert(r.provider.clone());
                 }
-                Record::NamespaceProvider(p) => {
+                Record::NamespaceProvider(p) | Record::ListedProvider(p) => {
                     scope.providers.insert(p.clone());
                 }
                 Record::Key(_)

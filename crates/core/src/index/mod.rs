@@ -306,10 +306,15 @@ impl Indexer {
         self.put_or_delete(id, record).await
     }
 
-    /// Lists the provider under its namespace, for re-verification when keys change.
+    /// Lists the provider under its namespace, for re-verification when keys change, and
+    /// among all providers, for the catalogue. A provider stays listed once a file of it
+    /// was seen; readers show only providers with a served release.
     async fn note_provider(&self, provider: &ProviderAddress) -> Result<(), StoreError> {
         self.metadata
             .put(Record::NamespaceProvider(provider.clone()))
+            .await?;
+        self.metadata
+            .put(Record::ListedProvider(provider.clone()))
             .await
     }
 

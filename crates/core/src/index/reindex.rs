@@ -71,6 +71,7 @@ fn object_key(record: &Record) -> Option<&str> {
         Record::Key(r) => Some(&r.key),
         Record::Problem(r) => Some(&r.key),
         Record::NamespaceProvider(_)
+        | Record::ListedProvider(_)
         | Record::Pin(_)
         | Record::ListedModule(_)
         | Record::NamespaceModule(_) => None,

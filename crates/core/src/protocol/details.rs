@@ -99,6 +99,9 @@ pub struct ProviderDetails {
     pub platforms: Vec<ProviderPlatform>,
     /// Every served version of the provider, oldest first, prereleases included.
     pub versions: Vec<Version>,
+    /// The ID of the key whose signature of SHA256SUMS verified (uppercase hex, as
+    /// Terraform shows it). Beyond the public registry's fields.
+    pub key_id: String,
 }
 
 /// Unix seconds as RFC 3339 (`2024-05-01T12:00:00Z`); `None` for 0, "unknown".

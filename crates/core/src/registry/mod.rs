@@ -8,6 +8,7 @@ pub mod providers;
 
 pub use modules::{latest_release, ModuleFilter};
 pub use page::Page;
+pub use providers::{ProviderFilter, ProviderSummary};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

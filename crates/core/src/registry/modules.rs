@@ -54,6 +54,21 @@ pub fn summary_of(archives: Vec<ModuleArchive>) -> Option<ModuleSummary> {
     })
 }
 
+/// A module version's details and its versions' publish times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModulePage {
+    pub details: ModuleDetails,
+    /// Every served version, oldest first.
+    pub published: Vec<VersionPublished>,
+}
+
+/// When a version was published (RFC 3339), if known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionPublished {
+    pub version: Version,
+    pub published_at: Option<String>,
+}
+
 /// Which modules a listing shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModuleFilter {
@@ -182,6 +197,17 @@ impl Registry {
         address: &ModuleAddress,
         version: Option<&Version>,
     ) -> Result<ModuleDetails, RegistryError> {
+        Ok(self.module_page(access, address, version).await?.details)
+    }
+
+    /// A module version's details (as [`Registry::module_details`]), and when each served
+    /// version was published: what a module's web page shows, from the same reads.
+    pub async fn module_page(
+        &self,
+        access: &Access,
+        address: &ModuleAddress,
+        version: Option<&Version>,
+    ) -> Result<ModulePage, RegistryError> {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
@@ -209,7 +235,14 @@ impl Registry {
         providers.sort();
         providers.dedup();
         let docs = archive.docs.clone().unwrap_or_default();
-        Ok(ModuleDetails {
+        let published = served
+            .iter()
+            .map(|(version, archive)| VersionPublished {
+                version: version.clone(),
+                published_at: rfc3339(archive.published_at),
+            })
+            .collect();
+        let details = ModuleDetails {
             entry: entry(
                 address,
                 &version,
@@ -222,7 +255,8 @@ impl Registry {
             examples: docs.examples,
             providers,
             versions: served.into_keys().collect(),
-        })
+        };
+        Ok(ModulePage { details, published })
     }
 
     /// The version `latest` means for a module (see [`latest_release`]).

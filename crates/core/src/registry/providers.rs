@@ -5,12 +5,62 @@
 use super::modules::latest_release;
 use super::{provider_not_found, Registry, RegistryError};
 use crate::layout::{Artifact, ReleaseFile};
+use crate::names::Namespace;
 use crate::names::ProviderAddress;
 use crate::protocol::details::{rfc3339, ProviderDetails};
 use crate::protocol::ProviderPlatform;
-use crate::store::{Record, RecordId, StoreError};
+use crate::store::{partition, Record, RecordId, StoreError};
 use crate::tokens::Access;
 use crate::version::Version;
+
+/// How many providers the catalogue reads at a time.
+pub const CONCURRENT_READS: usize = 8;
+
+/// One provider of the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSummary {
+    pub address: ProviderAddress,
+    /// The latest release, or the newest prerelease when there are only prereleases.
+    pub latest: Version,
+    /// How many versions are served.
+    pub versions: usize,
+}
+
+/// Which providers the catalogue shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFilter {
+    pub namespace: Option<Namespace>,
+    /// Only providers of this type (a module's system names the provider it is for).
+    pub type_: Option<String>,
+    /// Only providers whose address holds every word of this text, in any case.
+    pub query: Option<String>,
+}
+
+impl ProviderFilter {
+    fn matches(&self, provider: &ProviderAddress) -> bool {
+        if self
+            .namespace
+            .as_ref()
+            .is_some_and(|n| *n != provider.namespace)
+        {
+            return false;
+        }
+        let type_ = provider.type_.as_str();
+        if self
+            .type_
+            .as_ref()
+            .is_some_and(|t| !t.eq_ignore_ascii_case(type_))
+        {
+            return false;
+        }
+        let text = provider.to_string().to_lowercase();
+        self.query.as_ref().is_none_or(|q| {
+            q.to_lowercase()
+                .split_whitespace()
+                .all(|word| text.contains(word))
+        })
+    }
+}
 
 impl Registry {
     /// A served provider version's details; the latest release's when `version` is `None`
@@ -62,7 +112,47 @@ impl Registry {
                 })
                 .collect(),
             versions,
+            key_id: release.signer.key_id,
         })
+    }
+
+    /// The providers `filter` selects that `access` may read and that have a served
+    /// release, in address order. One query for the listing, then one per listed provider
+    /// (at most [`CONCURRENT_READS`] at a time): a registry holds tens of providers, not
+    /// thousands of them.
+    pub async fn list_providers(
+        &self,
+        access: &Access,
+        filter: &ProviderFilter,
+    ) -> Result<Vec<ProviderSummary>, RegistryError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let listed: Vec<ProviderAddress> = self
+            .metadata
+            .query(partition::PROVIDERS)
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::ListedProvider(p) => Some(p),
+                _ => None,
+            })
+            .filter(|p| access.allows(&p.namespace) && filter.matches(p))
+            .collect();
+        let summaries: Vec<Option<ProviderSummary>> = stream::iter(listed)
+            .map(|provider| async move {
+                let releases = self.served_releases(access, &provider).await?;
+                let mut versions: Vec<Version> = releases.into_iter().map(|r| r.version).collect();
+                versions.sort();
+                let latest = latest_release(&versions).or(versions.last()).cloned();
+                Ok::<_, StoreError>(latest.map(|latest| ProviderSummary {
+                    address: provider,
+                    latest,
+                    versions: versions.len(),
+                }))
+            })
+            .buffered(CONCURRENT_READS)
+            .try_collect()
+            .await?;
+        Ok(summaries.into_iter().flatten().collect())
     }
 
     /// When a release was first served: the pin of its SHA256SUMS (one read of one item).

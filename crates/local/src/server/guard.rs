@@ -6,7 +6,10 @@
 //! head-read timeouts.
 //!
 //! The API takes no request bodies, so a request is a head and nothing else: one with a
-//! body is refused (413), and every byte after a head is the next request's head.
+//! body is refused (413), and every byte after a head is the next request's head. The one
+//! exception is the web pages' forms ([`FORM_PATHS`]): a `POST` there may carry a body of
+//! at most [`MAX_FORM_BODY`] bytes, sent with `Content-Length` (never chunked), read whole
+//! within the same head-read timeout before anything is passed on.
 
 use std::io;
 use std::pin::Pin;
@@ -30,6 +33,12 @@ pub struct HeadLimits {
 
 /// Most headers in one request.
 const MAX_HEADERS: usize = 64;
+
+/// The paths whose `POST` may carry a body: the web pages' sign-in and sign-out forms.
+pub const FORM_PATHS: [&str; 2] = ["/sign-in", "/sign-out"];
+
+/// The largest body a form may send.
+pub const MAX_FORM_BODY: usize = 8 * 1024;
 
 /// When the connection last moved a byte, since when a head has been arriving, and how
 /// many requests are being answered.
@@ -211,7 +220,13 @@ impl<S> Guard<S> {
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&self.pending[..end]) {
             Ok(httparse::Status::Complete(n)) => match check(&request) {
-                Ok(()) => Judgement::Pass(n),
+                Ok(body) if self.pending.len() >= n + body => Judgement::Pass(n + body),
+                Ok(_) => {
+                    // The head is whole, its body is still arriving: look for the head's
+                    // end from the start again next time.
+                    self.searched = 0;
+                    Judgement::NeedMore
+                }
                 Err((status, message)) => Judgement::Refuse(status, message),
             },
             Ok(httparse::Status::Partial) => {
@@ -251,8 +266,9 @@ fn find_head_end(bytes: &[u8]) -> Option<usize> {
     })
 }
 
-/// What hyper and the `http` types would refuse, refused first, with a JSON answer.
-fn check(request: &httparse::Request<'_, '_>) -> Result<(), (StatusCode, String)> {
+/// What hyper and the `http` types would refuse, refused first, with a JSON answer; the
+/// length of the body that follows the head when it is one allowed (0 for none).
+fn check(request: &httparse::Request<'_, '_>) -> Result<usize, (StatusCode, String)> {
     let bad = |message: String| (StatusCode::BAD_REQUEST, message);
     let method = request.method.unwrap_or_default();
     http::Method::from_bytes(method.as_bytes()).map_err(|_| bad("malformed method".into()))?;
@@ -261,6 +277,8 @@ fn check(request: &httparse::Request<'_, '_>) -> Result<(), (StatusCode, String)
     if !target.starts_with('/') && target != "*" && !target.contains("://") {
         return Err(bad("malformed request target".into()));
     }
+    let form = method == "POST" && FORM_PATHS.contains(&target.split('?').next().unwrap_or(""));
+    let mut body: Option<usize> = None;
     for header in request.headers.iter() {
         http::HeaderName::from_bytes(header.name.as_bytes())
             .map_err(|_| bad("malformed header name".into()))?;
@@ -280,12 +298,21 @@ fn check(request: &httparse::Request<'_, '_>) -> Result<(), (StatusCode, String)
             if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
                 return Err(bad("malformed Content-Length".into()));
             }
-            if value.iter().any(|b| *b != b'0') {
+            // Too many digits for any allowed length: refused as too large.
+            let length = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(usize::MAX);
+            if body.is_some_and(|b| b != length) {
+                return Err(bad("conflicting Content-Length headers".into()));
+            }
+            if length > 0 && !(form && length <= MAX_FORM_BODY) {
                 return no_body();
             }
+            body = Some(length);
         }
     }
-    Ok(())
+    Ok(body.unwrap_or(0))
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Guard<S> {
@@ -496,6 +523,44 @@ mod tests {
             ),
             (
                 b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(),
+                413,
+            ),
+        ] {
+            let (passed, answer) = through(&input).await;
+            assert!(passed.is_empty(), "{:?}", String::from_utf8_lossy(&input));
+            json_error(&answer, status);
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_forms_take_a_small_body_and_it_passes_whole() {
+        let form =
+            b"POST /sign-in HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n";
+        let (passed, answer) = through(form).await;
+        assert!(answer.is_empty(), "{answer}");
+        assert_eq!(passed, form.to_vec());
+        let large = format!(
+            "POST /sign-in HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+            MAX_FORM_BODY + 1
+        );
+        for (input, status) in [
+            (large.into_bytes(), 413),
+            (
+                b"POST /sign-out HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+                413,
+            ),
+            (
+                b"PUT /sign-in HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+                413,
+            ),
+            (
+                b"POST /sign-in HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello"
+                    .to_vec(),
+                400,
+            ),
+            (
+                b"POST /sign-in HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n"
+                    .to_vec(),
                 413,
             ),
         ] {

@@ -1,0 +1,124 @@
+//! READMEs as HTML: CommonMark (with tables, strikethrough and task lists) rendered by
+//! pulldown-cmark, then sanitised by ammonia, because a README is whatever the publisher
+//! put in the archive. What survives is inert: no scripts, styles, forms or frames, no
+//! event handlers, links only to `http`, `https` and `mailto` (with `rel="noopener
+//! noreferrer nofollow"`), and images only from `https://` when remote images are allowed
+//! (otherwise their alt text shows). The pages' Content-Security-Policy backs this up.
+
+use std::collections::HashSet;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+/// Renders a README to sanitised HTML.
+pub fn render(markdown: &str, remote_images: bool) -> String {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES;
+    let mut in_image = 0usize;
+    let events = Parser::new_ext(markdown, options).filter_map(|event| match event {
+        // Without remote images, an image becomes its alt text.
+        Event::Start(Tag::Image { .. }) if !remote_images => {
+            in_image += 1;
+            None
+        }
+        Event::End(TagEnd::Image) if !remote_images && in_image > 0 => {
+            in_image -= 1;
+            None
+        }
+        other => Some(other),
+    });
+    let mut html = String::with_capacity(markdown.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut html, events);
+    sanitizer(remote_images).clean(&html).to_string()
+}
+
+fn sanitizer(remote_images: bool) -> ammonia::Builder<'static> {
+    let mut builder = ammonia::Builder::default();
+    builder
+        .url_schemes(HashSet::from(["http", "https", "mailto"]))
+        .link_rel(Some("noopener noreferrer nofollow"))
+        .url_relative(ammonia::UrlRelative::PassThrough)
+        .add_tag_attributes("input", ["type", "checked", "disabled"])
+        .add_tags(["input"])
+        .attribute_filter(move |element, attribute, value| {
+            match (element, attribute) {
+                // Task list checkboxes only, and never editable.
+                ("input", "type") if value != "checkbox" => None,
+                ("img", "src") if !(remote_images && value.starts_with("https://")) => None,
+                _ => Some(value.into()),
+            }
+        });
+    builder
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_renders_as_html() {
+        let html = render(
+            "# VPC\n\nA **network**.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n",
+            false,
+        );
+        assert!(html.contains("<h1>VPC</h1>"), "{html}");
+        assert!(html.contains("<strong>network</strong>"), "{html}");
+        assert!(html.contains("<table>"), "{html}");
+        assert!(html.contains(r#"type="checkbox""#), "{html}");
+    }
+
+    #[test]
+    fn scripts_handlers_and_javascript_links_are_inert() {
+        let hostile = concat!(
+            "<script>alert(1)</script>\n\n",
+            "[click](javascript:alert(2))\n\n",
+            "<a href=\"javascript:alert(3)\">x</a>\n\n",
+            "<img src=x onerror=alert(4)>\n\n",
+            "<iframe src=\"https://evil.example\"></iframe>\n\n",
+            "<form action=\"https://evil.example\"><input type=text name=q></form>\n\n",
+            "<style>body{display:none}</style>\n\n",
+            "<div onclick=\"alert(5)\" style=\"position:fixed\">y</div>\n\n",
+            "[data](data:text/html;base64,PHNjcmlwdD4=)\n",
+        );
+        let html = render(hostile, false);
+        for bad in [
+            "<script",
+            "javascript:",
+            "onerror",
+            "onclick",
+            "<iframe",
+            "<form",
+            "<style",
+            "style=",
+            "data:",
+            "alert(1)",
+            r#"type="text""#,
+        ] {
+            assert!(!html.contains(bad), "{bad} survived: {html}");
+        }
+    }
+
+    #[test]
+    fn remote_images_only_when_allowed_and_only_over_https() {
+        let md = "![diagram](https://img.example/d.png) ![local](docs/d.png) ![plain](http://img.example/p.png)";
+        let off = render(md, false);
+        assert!(!off.contains("<img"), "{off}");
+        assert!(off.contains("diagram") && off.contains("local"), "{off}");
+        let on = render(md, true);
+        assert!(on.contains(r#"src="https://img.example/d.png""#), "{on}");
+        assert!(
+            !on.contains("docs/d.png") && !on.contains("http://img"),
+            "{on}"
+        );
+    }
+
+    #[test]
+    fn links_get_a_safe_rel() {
+        let html = render("[docs](https://example.com/docs)", false);
+        assert!(
+            html.contains(r#"rel="noopener noreferrer nofollow""#),
+            "{html}"
+        );
+    }
+}

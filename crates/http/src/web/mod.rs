@@ -1,0 +1,208 @@
+//! The web pages: a catalogue of what is published, a page per module version, provider
+//! version and namespace, and sign-in. Server-rendered HTML from the same registry the API
+//! reads, under the same tokens and scopes; no client-side framework, one small stylesheet,
+//! one optional script (the copy buttons). Everything works without JavaScript.
+//!
+//! Routes: `/`, `/namespaces/{ns}`, `/modules/{ns}/{name}/{system}[/{version}]`,
+//! `/providers/{ns}/{type}[/{version}]`, `/sign-in`, `/sign-out`, `/assets/{file}`.
+//!
+//! Access: a public registry shows everything to everyone. Otherwise a viewer signs in
+//! with a token ([`session`]) and sees exactly the namespaces it reads; signed out, every
+//! page redirects to the sign-in page. A request with an `Authorization: Bearer` header is
+//! let in as the API lets it in.
+
+mod assets;
+mod layout;
+pub mod markdown;
+mod pages;
+pub mod session;
+pub(crate) mod sign_in;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use tfreg_core::tokens::{authenticate, Access, TokenStore};
+use tfreg_core::Registry;
+
+pub use session::SessionKey;
+
+/// What the pages need.
+#[derive(Clone)]
+pub struct WebState {
+    pub registry: Registry,
+    /// Where tokens are checked; `None` for a public registry.
+    pub tokens: Option<Arc<dyn TokenStore>>,
+    /// Signs sessions; without it (a private registry configured without a secret) the
+    /// pages take only `Authorization` headers, and the sign-in page says why.
+    pub sessions: Option<SessionKey>,
+    pub options: WebOptions,
+}
+
+/// Settings of the pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebOptions {
+    /// Show images of READMEs from `https://` URLs (off: their alt text shows instead;
+    /// images load from the publisher's servers, which then learn who reads the page).
+    pub remote_images: bool,
+    /// How long a session lasts at most (never past its token's expiry).
+    pub session_lifetime: Duration,
+}
+
+impl Default for WebOptions {
+    fn default() -> Self {
+        Self {
+            remote_images: false,
+            session_lifetime: session::DEFAULT_LIFETIME,
+        }
+    }
+}
+
+/// Who is looking: what they may read, and their session when they signed in.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    pub access: Access,
+    pub session: Option<session::Session>,
+    /// True for a public registry.
+    pub public: bool,
+}
+
+/// The pages' routes.
+pub fn routes(state: WebState) -> axum::Router {
+    use axum::routing::{get, post};
+    let pages = axum::Router::new()
+        .route("/", get(pages::catalogue::page))
+        .route("/namespaces/{namespace}", get(pages::catalogue::namespace))
+        .route(
+            "/modules/{namespace}/{name}/{system}",
+            get(pages::module::latest),
+        )
+        .route(
+            "/modules/{namespace}/{name}/{system}/{version}",
+            get(pages::module::version),
+        )
+        .route(
+            "/providers/{namespace}/{type}",
+            get(pages::provider::latest),
+        )
+        .route(
+            "/providers/{namespace}/{type}/{version}",
+            get(pages::provider::version),
+        )
+        .route("/sign-out", post(sign_in::sign_out))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), viewer));
+    axum::Router::new()
+        .merge(pages)
+        .route("/sign-in", get(sign_in::form).post(sign_in::sign_in))
+        .route("/assets/{file}", get(assets::serve))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            security_headers,
+        ))
+        .with_state(state)
+}
+
+/// Decides who is looking, or sends them to sign in.
+async fn viewer(State(state): State<WebState>, mut request: Request, next: Next) -> Response {
+    let Some(tokens) = &state.tokens else {
+        request.extensions_mut().insert(Viewer {
+            access: Access::All,
+            session: None,
+            public: true,
+        });
+        return next.run(request).await;
+    };
+    let now = SystemTime::now();
+    let headers = request.headers();
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|h| h.to_str().unwrap_or(""));
+    let viewer = if authorization.is_some() {
+        match authenticate(tokens.as_ref(), authorization, now).await {
+            Ok(Ok(access)) => Some(Viewer {
+                access,
+                session: None,
+                public: false,
+            }),
+            Ok(Err(refused)) => return crate::ApiError::Unauthorized(refused).into_response(),
+            Err(e) => return pages::store_failure(e),
+        }
+    } else {
+        let cookie = headers
+            .get(header::COOKIE)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| session::cookie(h, session::SESSION_COOKIE));
+        match (cookie, &state.sessions) {
+            (Some(cookie), Some(key)) => match key.verify(tokens.as_ref(), cookie, now).await {
+                Ok(session) => session.map(|session| Viewer {
+                    access: session.access.clone(),
+                    session: Some(session),
+                    public: false,
+                }),
+                Err(e) => return pages::store_failure(e),
+            },
+            _ => None,
+        }
+    };
+    match viewer {
+        Some(viewer) => {
+            request.extensions_mut().insert(viewer);
+            next.run(request).await
+        }
+        None => {
+            let wanted = request
+                .uri()
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_owned();
+            let target = match wanted.as_str() {
+                "/" => "/sign-in".to_owned(),
+                _ => format!("/sign-in?next={}", sign_in::encode_query_value(&wanted)),
+            };
+            // A page from before the session ended may be posting: send it to sign in too.
+            Redirect::to(&target).into_response()
+        }
+    }
+}
+
+/// The headers every page and asset carries.
+async fn security_headers(State(state): State<WebState>, request: Request, next: Next) -> Response {
+    let is_asset = request.uri().path().starts_with("/assets/");
+    let mut response = next.run(request).await;
+    let images = match state.options.remote_images {
+        true => "img-src 'self' https:",
+        false => "img-src 'self'",
+    };
+    let csp = format!(
+        "default-src 'none'; style-src 'self'; script-src 'self'; {images}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    );
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: &str| {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
+    };
+    set("content-security-policy", &csp);
+    set("x-content-type-options", "nosniff");
+    set("x-frame-options", "DENY");
+    set("referrer-policy", "no-referrer");
+    set("cross-origin-opener-policy", "same-origin");
+    if !is_asset {
+        // Pages show what a token may read: never kept by shared caches or the back button.
+        set("cache-control", "no-store");
+    }
+    response
+}
+
+/// An HTML page answer.
+pub(crate) fn html(status: StatusCode, markup: maud::Markup) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        markup.into_string(),
+    )
+        .into_response()
+}

@@ -1,0 +1,150 @@
+//! A provider version's page: its versions, platforms, protocols, the ID of the key that
+//! signed it, and a `required_providers` block to copy.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Extension;
+use maud::{html, Markup};
+use tfreg_core::protocol::details::ProviderDetails;
+use tfreg_core::{ProviderAddress, Version};
+
+use super::{date, failure, not_found, pessimistic_constraint, registry_host};
+use crate::extract::{JsonPath, RequestOrigin};
+use crate::web::{html, layout, Viewer, WebState};
+
+/// `GET /providers/{ns}/{type}`: the latest release.
+pub async fn latest(
+    State(state): State<WebState>,
+    Extension(viewer): Extension<Viewer>,
+    origin: RequestOrigin,
+    JsonPath((namespace, type_)): JsonPath<(String, String)>,
+) -> Response {
+    show(&state, &viewer, &origin, (&namespace, &type_), None).await
+}
+
+/// `GET /providers/{ns}/{type}/{version}`.
+pub async fn version(
+    State(state): State<WebState>,
+    Extension(viewer): Extension<Viewer>,
+    origin: RequestOrigin,
+    JsonPath((namespace, type_, version)): JsonPath<(String, String, String)>,
+) -> Response {
+    let Ok(version) = Version::parse(&version) else {
+        return not_found(&viewer, &format!("{version:?} is not a version."));
+    };
+    show(
+        &state,
+        &viewer,
+        &origin,
+        (&namespace, &type_),
+        Some(&version),
+    )
+    .await
+}
+
+async fn show(
+    state: &WebState,
+    viewer: &Viewer,
+    origin: &RequestOrigin,
+    (namespace, type_): (&str, &str),
+    version: Option<&Version>,
+) -> Response {
+    let Ok(provider) = ProviderAddress::parse(namespace, type_) else {
+        return not_found(viewer, "There is no such provider.");
+    };
+    let details = match state
+        .registry
+        .provider_details(&viewer.access, &provider, version)
+        .await
+    {
+        Ok(details) => details,
+        Err(e) => return failure(viewer, e),
+    };
+    let host = registry_host(&state.registry, origin);
+    let title = format!("{provider} {}", details.version);
+    let body = render(&provider, &details, &host);
+    html(StatusCode::OK, layout::page(&title, Some(viewer), body))
+}
+
+/// The `required_providers` block to copy.
+pub fn usage(provider: &ProviderAddress, version: &Version, host: &str) -> String {
+    format!(
+        "terraform {{\n  required_providers {{\n    {} = {{\n      source  = \"{host}/{provider}\"\n      version = \"{}\"\n    }}\n  }}\n}}\n",
+        provider.type_,
+        pessimistic_constraint(version)
+    )
+}
+
+fn render(provider: &ProviderAddress, details: &ProviderDetails, host: &str) -> Markup {
+    html! {
+        div.layout {
+            div {
+                p.muted {
+                    a href=(format!("/namespaces/{}", provider.namespace)) { (provider.namespace) }
+                    " / provider"
+                }
+                h1 { (provider) }
+                p.muted {
+                    "Version " strong #version { (details.version.to_string()) }
+                    " · published " (date(details.published_at.as_deref()))
+                }
+                dl {
+                    dt { "Signing key ID" }
+                    dd { code #key-id { (details.key_id) } }
+                    dt { "Plugin protocols" }
+                    dd #protocols { (details.protocols.join(", ")) }
+                }
+                section aria-labelledby="platforms-heading" {
+                    h2 #platforms-heading { "Platforms (" (details.platforms.len()) ")" }
+                    ul #platforms {
+                        @for platform in &details.platforms {
+                            li { code { (platform.os) "_" (platform.arch) } }
+                        }
+                    }
+                }
+            }
+            aside {
+                section aria-labelledby="usage-heading" {
+                    h2 #usage-heading { "Usage" }
+                    (layout::copyable("provider-block", "required_providers block", &usage(provider, &details.version, host)))
+                }
+                section aria-labelledby="versions-heading" {
+                    h2 #versions-heading { "Versions" }
+                    ol.versions #versions reversed {
+                        @for version in details.versions.iter().rev() {
+                            li {
+                                @if *version == details.version {
+                                    strong aria-current="page" { (version.to_string()) }
+                                } @else {
+                                    a href=(format!("/providers/{provider}/{version}")) { (version.to_string()) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_required_providers_block_names_the_registry() {
+        let provider = ProviderAddress::parse("acme", "widget").unwrap();
+        let block = usage(
+            &provider,
+            &Version::parse("0.3.1").unwrap(),
+            "r.example.test",
+        );
+        assert!(block.contains("widget = {"), "{block}");
+        assert!(
+            block.contains("source  = \"r.example.test/acme/widget\""),
+            "{block}"
+        );
+        assert!(block.contains("version = \"~> 0.3.1\""), "{block}");
+    }
+}
