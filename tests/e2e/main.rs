@@ -15,3 +15,4 @@ mod publish;
 mod read_api;
 mod serve;
 mod stack;
+mod web;

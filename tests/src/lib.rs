@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod browser;
 pub mod lambda;
 pub mod raw;
 pub mod stack;

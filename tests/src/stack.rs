@@ -445,8 +445,14 @@ async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Res
         return json_response(404, r#"{"message":"Not Found"}"#);
     };
     let mut headers = serde_json::Map::new();
+    // Payload 2.0 moves cookies out of the headers, into `cookies`.
+    let mut cookies: Vec<serde_json::Value> = Vec::new();
     for (name, value) in request.headers() {
         let value = value.to_str().unwrap_or("").to_owned();
+        if name == axum::http::header::COOKIE {
+            cookies.extend(value.split(';').map(|c| c.trim().to_owned().into()));
+            continue;
+        }
         let joined = match headers.get(name.as_str()) {
             Some(serde_json::Value::String(old)) => format!("{old},{value}"),
             _ => value,
@@ -471,6 +477,17 @@ async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Res
     }
     let route_key = format!("{} {}", route.method, route.path);
     let api = Arc::clone(&route.function);
+    // HTTP APIs take bodies up to 10 MB, and hand them over base64-encoded.
+    let user_agent = request
+        .headers()
+        .get("user-agent")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = match axum::body::to_bytes(request.into_body(), 10 * 1024 * 1024).await {
+        Ok(body) => body,
+        Err(_) => return json_response(413, r#"{"message":"Request Entity Too Large"}"#),
+    };
     let mut event = serde_json::json!({
         "version": "2.0",
         "routeKey": route_key,
@@ -487,7 +504,7 @@ async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Res
                 "path": path,
                 "protocol": "HTTP/1.1",
                 "sourceIp": "127.0.0.1",
-                "userAgent": request.headers().get("user-agent").and_then(|h| h.to_str().ok()).unwrap_or(""),
+                "userAgent": user_agent,
             },
             "requestId": format!("stack-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()),
             "routeKey": route_key,
@@ -499,6 +516,15 @@ async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Res
     });
     if !query_parameters.is_empty() {
         event["queryStringParameters"] = query_parameters.into();
+    }
+    if !cookies.is_empty() {
+        event["cookies"] = cookies.into();
+    }
+    if !body.is_empty() {
+        event["body"] = base64::engine::general_purpose::STANDARD
+            .encode(&body)
+            .into();
+        event["isBase64Encoded"] = true.into();
     }
     if let Some(proxy) = proxy {
         event["pathParameters"] = serde_json::json!({ "proxy": proxy });
@@ -546,6 +572,12 @@ fn http_response(answer: &str) -> Response {
                     response = response.header(name, value);
                 }
             }
+        }
+    }
+    // Payload 2.0 answers set cookies through `cookies`.
+    for cookie in json["cookies"].as_array().into_iter().flatten() {
+        if let Some(cookie) = cookie.as_str() {
+            response = response.header("set-cookie", cookie);
         }
     }
     let body = json["body"].as_str().unwrap_or("");

@@ -54,7 +54,7 @@ from function_env import Template, TemplateError, code_uri, function_environment
 
 # Binaries (crates/functions/*) by what they do.
 URL_MAKERS = {"modules", "providers", "mirror", "downloads"}
-API_READERS = {"modules", "providers", "mirror"}
+API_READERS = {"modules", "providers", "mirror", "web"}
 DOWNLOAD_VARIABLES = {"TFREG_DOWNLOADS", "TFREG_URL_TTL", "TFREG_URL_SECRET"}
 
 TOKENS_PARTITION = "tokens"

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use tfreg_aws::settings::{
     BucketSetting, DownloadMode, DownloadSettings, HostnameSetting, PublicSetting, TableSetting,
+    WebSettings,
 };
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::Hostname;
@@ -30,16 +31,19 @@ pub enum Function {
     Mirror,
     Downloads,
     Indexer,
+    /// The web pages.
+    Web,
 }
 
 impl Function {
-    pub const ALL: [Function; 6] = [
+    pub const ALL: [Function; 7] = [
         Function::Discovery,
         Function::Modules,
         Function::Providers,
         Function::Mirror,
         Function::Downloads,
         Function::Indexer,
+        Function::Web,
     ];
 
     /// The function's package name under `crates/functions/` (and `build/lambda/`).
@@ -51,6 +55,7 @@ impl Function {
             Function::Mirror => "mirror",
             Function::Downloads => "downloads",
             Function::Indexer => "indexer",
+            Function::Web => "web",
         }
     }
 
@@ -99,6 +104,21 @@ struct IndexerSettings {
     hostname: HostnameSetting,
 }
 
+/// The settings of the web pages' function: the registry's, and the pages' own.
+#[derive(Parser, Debug)]
+struct WebFunctionSettings {
+    #[command(flatten)]
+    table: TableSetting,
+    #[command(flatten)]
+    bucket: BucketSetting,
+    #[command(flatten)]
+    public: PublicSetting,
+    #[command(flatten)]
+    hostname: HostnameSetting,
+    #[command(flatten)]
+    web: WebSettings,
+}
+
 /// The discovery function has no settings.
 #[derive(Parser, Debug)]
 struct DiscoverySettings {}
@@ -121,6 +141,10 @@ pub struct Config {
     pub downloads: DownloadMode,
     /// `TFREG_URL_SECRET`: signs the registry's own download URLs (redirect mode).
     pub redirect_secret: Option<Vec<u8>>,
+    /// `TFREG_WEB_REMOTE_IMAGES`, `TFREG_SESSION_LIFETIME`: the web pages' settings.
+    pub web: tfreg_http::web::WebOptions,
+    /// `TFREG_SESSION_SECRET`: signs the web pages' sessions.
+    pub session_secret: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Config {
@@ -133,6 +157,7 @@ impl std::fmt::Debug for Config {
             .field("url_ttl", &self.url_ttl)
             .field("hostname", &self.hostname)
             .field("downloads", &self.downloads)
+            .field("web", &self.web)
             .finish_non_exhaustive()
     }
 }
@@ -147,6 +172,8 @@ impl Default for Config {
             hostname: None,
             downloads: DownloadMode::Presigned,
             redirect_secret: None,
+            web: tfreg_http::web::WebOptions::default(),
+            session_secret: None,
         }
     }
 }
@@ -253,6 +280,7 @@ impl Config {
                     hostname: s.hostname.get(),
                     downloads: s.downloads.mode,
                     redirect_secret: redirect_secret(&s.downloads)?,
+                    ..Config::default()
                 })
             }
             Function::Downloads => {
@@ -271,6 +299,29 @@ impl Config {
                     url_ttl: s.downloads.url_ttl,
                     downloads: s.downloads.mode,
                     redirect_secret: redirect_secret(&s.downloads)?,
+                    ..Config::default()
+                })
+            }
+            Function::Web => {
+                let s = parse::<WebFunctionSettings>(get)?;
+                let public = s.public.public;
+                let session_secret = s.web.session_secret.map(|secret| secret.0);
+                if !public && session_secret.is_none() {
+                    return Err(ConfigError {
+                        variable: "TFREG_SESSION_SECRET".into(),
+                        problem: "is not set, and a registry that is not public needs it to sign the web pages' sessions".into(),
+                    });
+                }
+                Ok(Config {
+                    table: required("TFREG_TABLE", s.table.table)?,
+                    bucket: required("TFREG_BUCKET", s.bucket.bucket)?,
+                    public,
+                    hostname: s.hostname.get(),
+                    web: tfreg_http::web::WebOptions {
+                        remote_images: s.web.remote_images,
+                        session_lifetime: s.web.session_lifetime,
+                    },
+                    session_secret,
                     ..Config::default()
                 })
             }
@@ -311,5 +362,6 @@ pub fn environment_of(function: Function) -> Vec<String> {
         Function::Modules | Function::Providers | Function::Mirror => names::<ApiSettings>(),
         Function::Downloads => names::<DownloadsSettings>(),
         Function::Indexer => names::<IndexerSettings>(),
+        Function::Web => names::<WebFunctionSettings>(),
     }
 }

@@ -138,6 +138,30 @@ pub async fn run_api(
     lambda_http::run(tfreg_http::family(routes(state))).await
 }
 
+/// The web pages' function: the catalogue and the pages over DynamoDB, with sessions
+/// signed by `TFREG_SESSION_SECRET`.
+pub async fn run_web() -> Result<(), Error> {
+    init_tracing();
+    let config = configure(Function::Web).await?;
+    let routes = tfreg_http::web::routes(web_state(&config, Stores::connect(&config).await));
+    lambda_http::run(tfreg_http::family(routes)).await
+}
+
+/// The web pages' state over some stores.
+pub fn web_state(config: &Config, stores: Stores) -> tfreg_http::web::WebState {
+    let api = api_state(config, stores);
+    let sessions = config.session_secret.as_ref().map(|secret| {
+        let signer = tfreg_core::signing::UrlSigner::new(secret.clone(), config.url_ttl);
+        tfreg_http::web::SessionKey::new(signer.derive_key(tfreg_http::web::SessionKey::LABEL))
+    });
+    tfreg_http::web::WebState {
+        registry: api.registry,
+        tokens: api.tokens,
+        sessions,
+        options: config.web.clone(),
+    }
+}
+
 /// The downloads function (redirect mode): signed URLs redirected to presigned ones; S3
 /// only.
 pub async fn run_downloads() -> Result<(), Error> {

@@ -13,7 +13,7 @@ pub fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · tfreg" }
                 link rel="stylesheet" href=(STYLESHEET);
                 script src=(SCRIPT) defer {}

@@ -49,6 +49,9 @@ fn sanitizer(remote_images: bool) -> ammonia::Builder<'static> {
                 _ => Some(value.into()),
             }
         });
+    if !remote_images {
+        builder.rm_tags(["img"]);
+    }
     builder
 }
 
@@ -101,12 +104,13 @@ mod tests {
 
     #[test]
     fn remote_images_only_when_allowed_and_only_over_https() {
-        let md = "![diagram](https://img.example/d.png) ![local](docs/d.png) ![plain](http://img.example/p.png)";
+        let md = "![diagram](https://img.example/d.png) ![local](docs/d.png) ![plain](http://img.example/p.png)\n\n<img src=\"https://img.example/raw.png\">";
         let off = render(md, false);
         assert!(!off.contains("<img"), "{off}");
         assert!(off.contains("diagram") && off.contains("local"), "{off}");
         let on = render(md, true);
         assert!(on.contains(r#"src="https://img.example/d.png""#), "{on}");
+        assert!(on.contains(r#"src="https://img.example/raw.png""#), "{on}");
         assert!(
             !on.contains("docs/d.png") && !on.contains("http://img"),
             "{on}"

@@ -188,7 +188,7 @@ async fn security_headers(State(state): State<WebState>, request: Request, next:
     set("content-security-policy", &csp);
     set("x-content-type-options", "nosniff");
     set("x-frame-options", "DENY");
-    set("referrer-policy", "no-referrer");
+    set("referrer-policy", "same-origin");
     set("cross-origin-opener-policy", "same-origin");
     if !is_asset {
         // Pages show what a token may read: never kept by shared caches or the back button.

@@ -68,7 +68,9 @@ pub fn encode_query_value(value: &str) -> String {
 }
 
 /// True when a form post comes from this site: browsers send `Sec-Fetch-Site` and `Origin`
-/// on posts; when they do, they must say so. (The CSRF tokens are checked as well.)
+/// on posts; when they do, they must say so. (The CSRF tokens are checked as well.) The
+/// pages' `Referrer-Policy: same-origin` keeps browsers sending the real origin: under
+/// `no-referrer` they send `Origin: null`, which is refused.
 fn same_site(headers: &HeaderMap) -> bool {
     let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = value("sec-fetch-site") {
@@ -167,7 +169,12 @@ pub async fn sign_in(
         .and_then(|h| session::cookie(h, CSRF_COOKIE))
         .unwrap_or("");
     if !same_site(&headers) || !session::same_secret(expected, &form.csrf) {
-        tracing::warn!("sign-in refused: cross-site or without the form's CSRF token");
+        tracing::warn!(
+            origin = headers.get("origin").and_then(|v| v.to_str().ok()),
+            fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()),
+            csrf_cookie = !expected.is_empty(),
+            "sign-in refused: cross-site or without the form's CSRF token"
+        );
         return form_page(
             StatusCode::FORBIDDEN,
             &next,

@@ -111,19 +111,19 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
     let root = &details.root;
     let base = format!("/modules/{address}");
     html! {
+        p.muted {
+            a href=(format!("/namespaces/{}", address.namespace)) { (address.namespace) }
+            " / module"
+        }
+        h1 { (address.name) " " span.tag { (address.system) } }
+        p #description { (if entry.description.is_empty() { "No description." } else { entry.description.as_str() }) }
+        p.muted {
+            "Version " strong #version { (entry.version.to_string()) }
+            " · published " (date(entry.published_at.as_deref()))
+            @if let Some(source) = &entry.source { " · source " (source_link(source)) }
+        }
         div.layout {
             div {
-                p.muted {
-                    a href=(format!("/namespaces/{}", address.namespace)) { (address.namespace) }
-                    " / module"
-                }
-                h1 { (address.name) " " span.tag { (address.system) } }
-                p #description { (if entry.description.is_empty() { "No description." } else { entry.description.as_str() }) }
-                p.muted {
-                    "Version " strong #version { (entry.version.to_string()) }
-                    " · published " (date(entry.published_at.as_deref()))
-                    @if let Some(source) = &entry.source { " · source " (source_link(source)) }
-                }
                 section aria-labelledby="readme-heading" {
                     h2 #readme-heading { "README" }
                     (readme(root, remote_images))

@@ -78,17 +78,17 @@ pub fn usage(provider: &ProviderAddress, version: &Version, host: &str) -> Strin
 
 fn render(provider: &ProviderAddress, details: &ProviderDetails, host: &str) -> Markup {
     html! {
+        p.muted {
+            a href=(format!("/namespaces/{}", provider.namespace)) { (provider.namespace) }
+            " / provider"
+        }
+        h1 { (provider) }
+        p.muted {
+            "Version " strong #version { (details.version.to_string()) }
+            " · published " (date(details.published_at.as_deref()))
+        }
         div.layout {
             div {
-                p.muted {
-                    a href=(format!("/namespaces/{}", provider.namespace)) { (provider.namespace) }
-                    " / provider"
-                }
-                h1 { (provider) }
-                p.muted {
-                    "Version " strong #version { (details.version.to_string()) }
-                    " · published " (date(details.published_at.as_deref()))
-                }
                 dl {
                     dt { "Signing key ID" }
                     dd { code #key-id { (details.key_id) } }

@@ -1,0 +1,217 @@
+//! A real browser for the web pages' tests: Debian's Chromium, headless, driven through
+//! ChromeDriver (WebDriver) with fantoccini. Each [`Browser`] starts its own ChromeDriver on
+//! a free port and a fresh profile, and stops both when dropped. Screenshots go to
+//! `build/screenshots/` in the workspace.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+use crate::{wait_until, workspace_root, TempDir};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// Stops the test, saying how to install the browser, when it is missing (`make test`
+/// installs it when it can).
+pub fn require_browser() {
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        assert!(
+            std::path::Path::new(tool).exists(),
+            "{tool} is missing: the web pages' tests drive a real browser. Install Debian's Chromium and ChromeDriver: sudo apt-get install chromium chromium-driver"
+        );
+    }
+}
+
+/// Where screenshots are saved.
+pub fn screenshot_dir() -> PathBuf {
+    workspace_root().join("build/screenshots")
+}
+
+/// A headless Chromium session.
+pub struct Browser {
+    runtime: tokio::runtime::Runtime,
+    client: Option<Client>,
+    driver: Child,
+    _profile: TempDir,
+}
+
+impl Browser {
+    /// Starts ChromeDriver and a headless Chromium that accepts the test's self-signed
+    /// certificates, with a window of `width` × `height` CSS pixels.
+    pub fn start(width: u32, height: u32) -> Browser {
+        require_browser();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let ready = wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(ready, "chromedriver did not listen on port {port}");
+        let profile = TempDir::new().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let capabilities = serde_json::json!({
+            "browserName": "chrome",
+            "acceptInsecureCerts": true,
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                // As root, without a GPU, on a machine with no outside network.
+                "args": [
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--hide-scrollbars",
+                    format!("--window-size={width},{height}"),
+                    format!("--user-data-dir={}", profile.path().display()),
+                ],
+            },
+        });
+        let serde_json::Value::Object(capabilities) = capabilities else {
+            unreachable!()
+        };
+        let client = runtime
+            .block_on(async {
+                let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+                ClientBuilder::new(connector)
+                    .capabilities(capabilities)
+                    .connect(&format!("http://127.0.0.1:{port}"))
+                    .await
+            })
+            .expect("a Chromium session starts");
+        Browser {
+            runtime,
+            client: Some(client),
+            driver,
+            _profile: profile,
+        }
+    }
+
+    fn client(&self) -> &Client {
+        self.client.as_ref().unwrap()
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.runtime
+            .block_on(self.client().goto(url))
+            .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    }
+
+    /// The page's URL now.
+    pub fn url(&self) -> String {
+        self.runtime
+            .block_on(self.client().current_url())
+            .unwrap()
+            .to_string()
+    }
+
+    /// Runs `script` (a function body; `arguments` holds nothing) and returns its value.
+    pub fn eval(&self, script: &str) -> serde_json::Value {
+        self.runtime
+            .block_on(self.client().execute(script, vec![]))
+            .unwrap_or_else(|e| panic!("script {script:?}: {e}"))
+    }
+
+    /// The text of the first element `css` selects (empty when there is none).
+    pub fn text(&self, css: &str) -> String {
+        let script = format!(
+            "const e = document.querySelector({}); return e ? e.textContent : '';",
+            serde_json::Value::String(css.into())
+        );
+        self.eval(&script).as_str().unwrap_or("").to_owned()
+    }
+
+    /// How many elements `css` selects.
+    pub fn count(&self, css: &str) -> u64 {
+        let script = format!(
+            "return document.querySelectorAll({}).length;",
+            serde_json::Value::String(css.into())
+        );
+        self.eval(&script).as_u64().unwrap_or(0)
+    }
+
+    /// Types `text` into the field `css` selects, as a person would.
+    pub fn fill(&self, css: &str, text: &str) {
+        self.runtime.block_on(async {
+            let field = self.client().find(Locator::Css(css)).await.unwrap();
+            field.clear().await.unwrap();
+            field.send_keys(text).await.unwrap();
+        });
+    }
+
+    /// Clicks what `css` selects (a link or a submit button), and waits for the page it
+    /// leads to: a new document, loaded.
+    pub fn click(&self, css: &str) {
+        self.eval("window.__tfreg_previous_page = true; return null;");
+        self.runtime.block_on(async {
+            let element = self
+                .client()
+                .find(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("find {css}: {e}"));
+            element.click().await.unwrap();
+        });
+        let left = wait_until(Duration::from_secs(20), || {
+            self.eval("return window.__tfreg_previous_page === undefined;") == true
+        });
+        assert!(left, "clicking {css} led nowhere");
+        self.settle();
+    }
+
+    /// Waits until the page has loaded.
+    pub fn settle(&self) {
+        let loaded = wait_until(Duration::from_secs(20), || {
+            self.eval("return document.readyState;") == "complete"
+        });
+        assert!(loaded, "the page did not finish loading");
+    }
+
+    /// Saves a screenshot as `build/screenshots/<name>.png` and returns its path.
+    pub fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.runtime.block_on(self.client().screenshot()).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a screenshot is a PNG");
+        let dir = screenshot_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = self.runtime.block_on(client.close());
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
+    /// Resizes the window to `width` × `height` CSS pixels (a phone: 390 × 844).
+    pub fn resize(&self, width: u32, height: u32) {
+        self.runtime
+            .block_on(self.client().set_window_size(width, height))
+            .unwrap();
+    }
+}
