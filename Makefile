@@ -39,7 +39,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: run token test lint bench stack coldstart build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: run token test lint bench stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -162,3 +162,17 @@ check-tools:
 	@command -v gpg >/dev/null || { echo "gpg is missing: the provider tests sign releases with it. Install GnuPG (apt-get install gnupg)"; exit 1; }
 	@$(CARGO) fmt --version >/dev/null 2>&1 || { echo "rustfmt is missing: rustup component add rustfmt"; exit 1; }
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { echo "clippy is missing: rustup component add clippy"; exit 1; }
+	@$(MAKE) --no-print-directory browser
+
+## Debian's Chromium and ChromeDriver, which the web pages' tests drive: installed here when
+## this runs as root with apt-get (as on CI), else the command to install them is printed
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Chromium and ChromeDriver for the web pages' tests (apt-get install chromium chromium-driver)"; \
+	  apt-get install -y --no-install-recommends chromium chromium-driver \
+	    || { apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver; }; \
+	else \
+	  echo "chromium and chromedriver are missing: the web pages' tests drive a real browser. Install them: sudo apt-get install chromium chromium-driver"; \
+	  exit 1; \
+	fi

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 
 use crate::{wait_until, workspace_root, TempDir};
@@ -161,19 +162,52 @@ impl Browser {
     /// Clicks what `css` selects (a link or a submit button), and waits for the page it
     /// leads to: a new document, loaded.
     pub fn click(&self, css: &str) {
-        self.eval("window.__tfreg_previous_page = true; return null;");
-        self.runtime.block_on(async {
-            let element = self
-                .client()
-                .find(Locator::Css(css))
-                .await
-                .unwrap_or_else(|e| panic!("find {css}: {e}"));
-            element.click().await.unwrap();
+        self.navigating(css, || {
+            self.runtime.block_on(async {
+                let element = self
+                    .client()
+                    .find(Locator::Css(css))
+                    .await
+                    .unwrap_or_else(|e| panic!("find {css}: {e}"));
+                element.click().await.unwrap();
+            })
         });
+    }
+
+    /// Presses `keys` on whatever has the focus, as a keyboard would.
+    pub fn press(&self, keys: &str) {
+        self.runtime.block_on(async {
+            let focused = self.client().active_element().await.unwrap();
+            focused.send_keys(keys).await.unwrap();
+        });
+    }
+
+    /// Presses Enter on what has the focus, and waits for the page that leads to.
+    pub fn press_enter_and_wait(&self) {
+        self.navigating("Enter", || self.press(&char::from(Key::Enter).to_string()));
+    }
+
+    /// Presses Tab until the element with id `id` has the focus (at most `limit` times);
+    /// returns how many presses it took.
+    pub fn tab_to(&self, id: &str, limit: usize) -> usize {
+        let tab = char::from(Key::Tab).to_string();
+        for presses in 1..=limit {
+            self.press(&tab);
+            if self.eval("return document.activeElement.id;") == id {
+                return presses;
+            }
+        }
+        panic!("{limit} presses of Tab never reached #{id}");
+    }
+
+    /// Runs `act`, which starts a navigation, and waits for the new document to load.
+    fn navigating(&self, what: &str, act: impl FnOnce()) {
+        self.eval("window.__tfreg_previous_page = true; return null;");
+        act();
         let left = wait_until(Duration::from_secs(20), || {
             self.eval("return window.__tfreg_previous_page === undefined;") == true
         });
-        assert!(left, "clicking {css} led nowhere");
+        assert!(left, "{what} led nowhere");
         self.settle();
     }
 

@@ -214,6 +214,8 @@ fn readable(error: &clap::Error, env_of_flag: &[(String, String)]) -> ConfigErro
         .find(|(f, _)| *f == flag)
         .map_or_else(|| "configuration".to_owned(), |(_, env)| env.clone());
     let value = match error.get(ContextKind::InvalidValue) {
+        // A secret is never repeated, not even a wrong one: it reaches the console's log.
+        Some(ContextValue::String(_)) if variable.contains("SECRET") => String::new(),
         Some(ContextValue::String(value)) => format!("{value:?} "),
         _ => String::new(),
     };

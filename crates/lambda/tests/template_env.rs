@@ -64,7 +64,7 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                 let parameters: Vec<&str> = parameters.iter().map(String::as_str).collect();
                 let functions = environments(&parameters);
                 let case = format!("{parameters:?}");
-                let expected = if mode == "redirect" { 6 } else { 5 };
+                let expected = if mode == "redirect" { 7 } else { 6 };
                 assert_eq!(functions.len(), expected, "{case}: {functions:?}");
                 for (logical_id, environment) in &functions {
                     let function = function_of(environment);
@@ -86,6 +86,15 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                         Function::Modules | Function::Providers | Function::Mirror
                     ) {
                         assert_eq!(config.public, public == "true", "{logical_id} ({case})");
+                    }
+                    if function == Function::Web {
+                        assert_eq!(config.public, public == "true", "{logical_id} ({case})");
+                        // A private registry's pages sign sessions; a public one has none.
+                        assert_eq!(
+                            config.session_secret.is_some(),
+                            public == "false",
+                            "{logical_id} ({case})"
+                        );
                     }
                     if matches!(function, Function::Modules | Function::Indexer) {
                         let hostname = config.hostname.as_ref().map(|h| h.as_str().to_owned());
@@ -161,6 +170,21 @@ fn configuration_errors_read_as_sentences_naming_the_variable() {
             Function::Downloads,
             &[][..],
             "configuration: TFREG_DOWNLOADS: the downloads function serves redirect mode only",
+        ),
+        (
+            Function::Web,
+            &[][..],
+            "configuration: TFREG_SESSION_SECRET: is not set, and a registry that is not public needs it",
+        ),
+        (
+            Function::Web,
+            &[("TFREG_SESSION_LIFETIME", "1y")][..],
+            r#"configuration: TFREG_SESSION_LIFETIME: "1y" must be between 5m and 30d"#,
+        ),
+        (
+            Function::Web,
+            &[("TFREG_SESSION_SECRET", "short")][..],
+            "configuration: TFREG_SESSION_SECRET: must be at least 32 characters",
         ),
     ] {
         let message = Config::for_function(function, base(extra))
