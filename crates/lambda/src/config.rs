@@ -172,7 +172,7 @@ impl Default for Config {
             hostname: None,
             downloads: DownloadMode::Presigned,
             redirect_secret: None,
-            web: tfreg_http::web::WebOptions::default(),
+            web: tfreg_http::web::WebOptions::DEFAULT,
             session_secret: None,
         }
     }

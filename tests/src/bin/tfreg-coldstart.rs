@@ -30,6 +30,7 @@ fn cold_start(binary: &str) -> Duration {
             ("TFREG_BUCKET", "tfreg-bucket"),
             ("TFREG_DOWNLOADS", "redirect"),
             ("TFREG_URL_SECRET", SECRET),
+            ("TFREG_SESSION_SECRET", SECRET),
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -55,6 +56,7 @@ fn main() {
         "mirror",
         "downloads",
         "indexer",
+        "web",
     ];
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
     // A first round to warm the page cache, not counted.

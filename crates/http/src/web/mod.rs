@@ -52,12 +52,18 @@ pub struct WebOptions {
     pub session_lifetime: Duration,
 }
 
+impl WebOptions {
+    /// The defaults, as a constant (a function's configuration starts from it without
+    /// linking any of the pages' code).
+    pub const DEFAULT: WebOptions = WebOptions {
+        remote_images: false,
+        session_lifetime: session::DEFAULT_LIFETIME,
+    };
+}
+
 impl Default for WebOptions {
     fn default() -> Self {
-        Self {
-            remote_images: false,
-            session_lifetime: session::DEFAULT_LIFETIME,
-        }
+        Self::DEFAULT
     }
 }
 
