@@ -280,7 +280,7 @@ fn hostile_requests_get_json_errors_and_never_a_5xx() {
         ("TRACE", b"TRACE /".to_vec()),
         ("query garbage", b"GET /v1/artifacts/modules/acme/network/aws/1.0.0.tar.gz?expires=%ff&signature=%zz&expires=1".to_vec()),
         ("unknown endpoint", b"GET /v2/anything".to_vec()),
-        ("root", b"GET /".to_vec()),
+        ("no such endpoint", b"GET /nothing-here".to_vec()),
     ];
     for (what, line) in &requests {
         let mut request = line.clone();
@@ -291,6 +291,30 @@ fn hostile_requests_get_json_errors_and_never_a_5xx() {
             .unwrap_or_else(|| panic!("{what}: no answer"));
         assert_safe(what, &response, &secrets, false);
         assert!(response.status >= 400, "{what}: {}", response.head);
+    }
+    // The web pages answer people, in HTML: the same paths get a page (never a 5xx, never a
+    // secret, never a redirect off the site), not the API's JSON.
+    #[rustfmt::skip]
+    let pages: Vec<(&str, &[u8])> = vec![
+        ("page traversal", b"GET /modules/../../.tfreg/url-signing.key"),
+        ("encoded page traversal", b"GET /modules/acme/%2e%2e/aws"),
+        ("asset traversal", b"GET /assets/..%2f..%2f.tfreg%2ftokens.json"),
+        ("page invalid UTF-8", b"GET /namespaces/%ff%fe"),
+        ("page NUL", b"GET /providers/acme/wid%00get"),
+        ("search garbage", b"GET /?q=%ff%fe&offset=99999999999999999999999&namespace=%00"),
+        ("sign-in header injection", b"GET /sign-in?next=%0d%0aLocation:%20https://evil.example"),
+        ("sign-in off-site", b"GET /sign-in?next=//evil.example"),
+    ];
+    for (what, line) in &pages {
+        let mut request = line.to_vec();
+        request.extend_from_slice(
+            format!(" HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n").as_bytes(),
+        );
+        let response = raw_request(&server.addr, &server.cert, &request)
+            .unwrap_or_else(|| panic!("{what}: no answer"));
+        assert_safe(what, &response, &secrets, true);
+        let head = response.head.to_ascii_lowercase();
+        assert!(!head.contains("evil.example"), "{what}: {}", response.head);
     }
     // Heads that hyper would refuse with an empty body get the registry's JSON.
     let heads: Vec<(&str, Vec<u8>, u16)> = vec![

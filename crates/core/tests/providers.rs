@@ -529,16 +529,42 @@ async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
     );
 }
 
-/// A metadata store where a signing key's record disappears right after the signature's
-/// verification read the keys: a key removal handled concurrently, which found no verdict
-/// to re-check yet.
-struct KeyRemovedMeanwhile {
-    inner: MemoryMetadataStore,
-    queries_until_removal: std::sync::Mutex<usize>,
+/// What runs in the middle of an indexer's work: a concurrent handler's effect.
+type Meanwhile = Box<dyn Fn() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
+
+/// A metadata store that runs `meanwhile` once, right after the `n`th query of `partition`
+/// (`queries_until` counts down to it; `usize::MAX`: never), as a concurrent handler whose
+/// writes land between the indexer's reads would.
+struct AfterQuery {
+    inner: Arc<MemoryMetadataStore>,
+    partition: String,
+    queries_until: std::sync::Mutex<usize>,
+    meanwhile: Meanwhile,
+}
+
+impl AfterQuery {
+    fn new(inner: Arc<MemoryMetadataStore>, partition: String, meanwhile: Meanwhile) -> Self {
+        Self {
+            inner,
+            partition,
+            queries_until: std::sync::Mutex::new(usize::MAX),
+            meanwhile,
+        }
+    }
+
+    /// Runs `meanwhile` right after the `n`th query of the partition from now.
+    fn after(&self, n: usize) {
+        *self.queries_until.lock().unwrap() = n;
+    }
+
+    /// True once it ran.
+    fn ran(&self) -> bool {
+        *self.queries_until.lock().unwrap() == 0
+    }
 }
 
 #[async_trait::async_trait]
-impl tfreg_core::MetadataStore for KeyRemovedMeanwhile {
+impl tfreg_core::MetadataStore for AfterQuery {
     async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
         self.inner.put(record).await
     }
@@ -556,19 +582,15 @@ impl tfreg_core::MetadataStore for KeyRemovedMeanwhile {
         partition: &str,
     ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
         let records = self.inner.query(partition).await?;
-        if partition == "keys/acme" {
-            let remove = {
-                let mut left = self.queries_until_removal.lock().unwrap();
-                let remove = *left == 1;
+        if partition == self.partition {
+            let run = {
+                let mut left = self.queries_until.lock().unwrap();
+                let run = *left == 1;
                 *left = left.saturating_sub(1);
-                remove
+                run
             };
-            if remove {
-                let id = tfreg_core::store::RecordId::signing_key(
-                    &tfreg_core::Namespace::parse("acme").unwrap(),
-                    "keys/acme/release.asc",
-                );
-                self.inner.delete(&id).await?;
+            if run {
+                (self.meanwhile)().await;
             }
         }
         Ok(records)
@@ -582,10 +604,26 @@ impl tfreg_core::MetadataStore for KeyRemovedMeanwhile {
 async fn a_verdict_computed_with_a_key_removed_meanwhile_is_computed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
     let artifacts = Arc::new(MemoryArtifactStore::new(signer));
-    let metadata = Arc::new(KeyRemovedMeanwhile {
-        inner: MemoryMetadataStore::new(),
-        queries_until_removal: std::sync::Mutex::new(usize::MAX),
-    });
+    // A signing key's record disappears right after the signature's verification read the
+    // keys: a key removal handled concurrently, which found no verdict to re-check yet.
+    let inner = Arc::new(MemoryMetadataStore::new());
+    let removed = inner.clone();
+    let metadata = Arc::new(AfterQuery::new(
+        inner,
+        "keys/acme".into(),
+        Box::new(move || {
+            let store = removed.clone();
+            Box::pin(async move {
+                let id = tfreg_core::store::RecordId::signing_key(
+                    &tfreg_core::Namespace::parse("acme").unwrap(),
+                    "keys/acme/release.asc",
+                );
+                tfreg_core::MetadataStore::delete(store.as_ref(), &id)
+                    .await
+                    .unwrap();
+            })
+        }),
+    ));
     let indexer = Indexer::new(metadata.clone(), artifacts.clone());
     let registry = Registry::new(metadata.clone(), artifacts.clone());
     for (key, content) in [
@@ -599,7 +637,7 @@ async fn a_verdict_computed_with_a_key_removed_meanwhile_is_computed_again() {
     // Given the key's object already deleted (its own event not handled yet) and its record
     // removed by that concurrent handler right after the signature's run read the keys,
     artifacts.delete("keys/acme/release.asc");
-    *metadata.queries_until_removal.lock().unwrap() = 2;
+    metadata.after(2);
     let sig = format!("{DIR}/{SUMS}.sig");
     artifacts.put(&sig, fixture(&format!("{SUMS}.sig")));
     indexer.index_key(&sig).await.unwrap();
@@ -941,53 +979,6 @@ async fn packages_without_the_providers_executable_are_never_offered() {
         .is_ok());
 }
 
-/// A metadata store that runs the release signature's event (with its own indexer, as a
-/// concurrent invocation would) right after the package's event looked for a verified
-/// signature the second time, the look it decides on.
-struct SignatureVerifiedMeanwhile {
-    inner: Arc<MemoryMetadataStore>,
-    queries_until_signature: std::sync::Mutex<usize>,
-    verifier: Indexer,
-    sig_key: String,
-}
-
-#[async_trait::async_trait]
-impl tfreg_core::MetadataStore for SignatureVerifiedMeanwhile {
-    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
-        self.inner.put(record).await
-    }
-    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
-        self.inner.delete(id).await
-    }
-    async fn get(
-        &self,
-        id: &tfreg_core::store::RecordId,
-    ) -> Result<Option<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.inner.get(id).await
-    }
-    async fn query(
-        &self,
-        partition: &str,
-    ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        let records = self.inner.query(partition).await?;
-        if partition == tfreg_core::store::partition::provider(&widget()) {
-            let run = {
-                let mut left = self.queries_until_signature.lock().unwrap();
-                let run = *left == 1;
-                *left = left.saturating_sub(1);
-                run
-            };
-            if run {
-                self.verifier.index_key(&self.sig_key).await?;
-            }
-        }
-        Ok(records)
-    }
-    async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.inner.scan().await
-    }
-}
-
 #[tokio::test]
 async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
@@ -996,12 +987,21 @@ async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
     let dir = "providers/acme/widget/2.0.0";
     let sums = "terraform-provider-widget_2.0.0_SHA256SUMS";
     let sig_key = format!("{dir}/{sums}.sig");
-    let metadata = Arc::new(SignatureVerifiedMeanwhile {
-        inner: inner.clone(),
-        queries_until_signature: std::sync::Mutex::new(usize::MAX),
-        verifier: Indexer::new(inner.clone(), artifacts.clone()),
-        sig_key: sig_key.clone(),
-    });
+    // The release signature's event runs (with its own indexer, as a concurrent invocation
+    // would) right after the package's event looked for a verified signature the second
+    // time, the look it decides on.
+    let verifier = Arc::new(Indexer::new(inner.clone(), artifacts.clone()));
+    let verified = sig_key.clone();
+    let metadata = Arc::new(AfterQuery::new(
+        inner.clone(),
+        tfreg_core::store::partition::provider(&widget()),
+        Box::new(move || {
+            let (verifier, key) = (verifier.clone(), verified.clone());
+            Box::pin(async move {
+                verifier.index_key(&key).await.unwrap();
+            })
+        }),
+    ));
     let indexer = Indexer::new(metadata.clone(), artifacts.clone());
     for (key, name) in [
         ("keys/acme/shapes.asc".to_owned(), "shapes.asc".to_owned()),
@@ -1016,9 +1016,9 @@ async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
     let key = format!("{dir}/{package}");
     artifacts.put(&key, shape(package));
     artifacts.put(&sig_key, shape(&format!("{sums}.sig")));
-    *metadata.queries_until_signature.lock().unwrap() = 2;
+    metadata.after(2);
     indexer.index_key(&key).await.unwrap();
-    assert_eq!(*metadata.queries_until_signature.lock().unwrap(), 0);
+    assert!(metadata.ran());
     // then the reason the verification found is still what status reports for the package.
     let registry = Registry::new(inner, artifacts);
     let problems = registry.problems().await.unwrap();

@@ -3,12 +3,15 @@
 //! scopes and prereleases. In-memory stores stand in for the data directory; module docs,
 //! sources and descriptions are written into the records directly, as publish would.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
+use common::fixture;
 use serde_json::{json, Value};
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
 use tfreg_core::module_docs::{
@@ -16,8 +19,8 @@ use tfreg_core::module_docs::{
 };
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::{partition, Record};
-use tfreg_core::tokens::{self, TokenStore};
-use tfreg_core::{Indexer, MetadataStore, ModuleAddress, Namespace, Registry};
+use tfreg_core::tokens::TokenStore;
+use tfreg_core::{Indexer, MetadataStore, ModuleAddress, Registry};
 use tfreg_http::{router, AppState};
 use tower::ServiceExt;
 
@@ -29,14 +32,6 @@ struct Given {
     artifacts: Arc<MemoryArtifactStore>,
     indexer: Indexer,
     tokens: Arc<MemoryTokenStore>,
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/../core/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// A module archive that passes the registry's checks, under a module key; any other
@@ -84,13 +79,7 @@ async fn given(modules: &[&str], files: Vec<(String, Vec<u8>)>) -> Given {
 impl Given {
     /// A token reading `namespaces` (all when empty).
     async fn token(&self, namespaces: &[&str]) -> String {
-        let namespaces = namespaces
-            .iter()
-            .map(|n| Namespace::parse(n).unwrap())
-            .collect();
-        let new = tokens::generate(namespaces, String::new(), None, SystemTime::now());
-        self.tokens.put(new.record).await.unwrap();
-        new.token
+        common::token(&self.tokens, namespaces).await
     }
 
     /// Sets what publish records of a version (docs, source, description, publish time),
@@ -627,6 +616,7 @@ async fn provider_details_answer_platforms_protocols_versions_and_publish_time()
             "protocols": ["5.0"],
             "platforms": [{"os": "darwin", "arch": "arm64"}, {"os": "linux", "arch": "amd64"}],
             "versions": ["1.0.0", "2.0.0"],
+            "key_id": "6ED38C978424D2D4",
         })
     );
     let latest = ok(&g.app, "/v1/providers/acme/widget", &token).await;

@@ -362,7 +362,7 @@ async fn a_file_unpublished_after_signing_is_404_not_500() {
 async fn malformed_requests_get_4xx_json() {
     let g = given(NETWORK).await;
     let cases: &[(Method, &str, StatusCode)] = &[
-        (Method::GET, "/", StatusCode::NOT_FOUND),
+        (Method::GET, "/nothing-here", StatusCode::NOT_FOUND),
         (
             Method::GET,
             "/v1/modules/acme/network/versions",

@@ -2,29 +2,24 @@
 //! in `tests/e2e/web.rs`): what a public registry shows, paging and filters, what a private
 //! one shows signed out and with a scoped token, errors as pages, and the assets.
 
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Request};
 use axum::Router;
+use common::fixture;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::tokens::{self, TokenStore};
-use tfreg_core::{Indexer, Namespace, Registry};
+use tfreg_core::tokens::TokenStore;
+use tfreg_core::{Indexer, Registry};
 use tfreg_http::web::SessionKey;
 use tfreg_http::{router, AppState, Family};
 use tower::ServiceExt;
 
 const HOST: &str = "registry.example.test";
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/../core/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 struct Given {
     app: Router,
@@ -114,14 +109,9 @@ impl Given {
         }
     }
 
+    /// A token reading `namespaces` (all when empty).
     async fn token(&self, namespaces: &[&str]) -> String {
-        let namespaces = namespaces
-            .iter()
-            .map(|n| Namespace::parse(n).unwrap())
-            .collect();
-        let new = tokens::generate(namespaces, String::new(), None, SystemTime::now());
-        self.tokens.put(new.record).await.unwrap();
-        new.token
+        common::token(&self.tokens, namespaces).await
     }
 }
 
