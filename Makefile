@@ -6,7 +6,7 @@
 #   make lint   formatting and clippy only
 #   make stack  the AWS stack on this machine: functions, API Gateway and S3/DynamoDB stand-ins
 #   make coldstart  each function's cold start against a hello-world lambda_http binary
-#   make bench  benchmarks (speed targets are checked here, never by timed tests)
+#   make bench  benchmarks into BENCHMARKS.md (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
 #   make deploy sam deploy (guided the first time)
 #   make fuzz   run one fuzz target (TARGET=<name> [SECONDS=600]; nightly + cargo-fuzz, not in `make test`)
@@ -39,7 +39,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: run token test lint bench stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -67,9 +67,23 @@ stack: venv
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO_TARGET_DIR)/debug/tfreg-stack $(ARGS)
 
-## Benchmarks: token checks per second with few and many tokens; the functions' cold starts
-bench: coldstart
+## Benchmarks, written to BENCHMARKS.md (tests/src/bin/tfreg-bench.rs): the API against nginx,
+## pages, scale, restarts, hashing, cold starts; then token checks per second. Installs wrk and
+## nginx from Debian when it can. ARGS=--quick for short runs.
+bench: bench-tools
+	$(CARGO) build --locked --release --workspace --bins
+	$(CARGO_TARGET_DIR)/release/tfreg-bench $(ARGS)
 	$(CARGO) bench --locked -p tfreg-local --bench tokens
+
+bench-tools:
+	@if command -v wrk >/dev/null && command -v nginx >/dev/null && command -v unzip >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing wrk, nginx and unzip for the benchmarks (apt-get install wrk nginx-light unzip)"; \
+	  apt-get install -y --no-install-recommends wrk nginx-light unzip \
+	    || { apt-get update && apt-get install -y --no-install-recommends wrk nginx-light unzip; }; \
+	else \
+	  echo "wrk, nginx or unzip is missing: sudo apt-get install wrk nginx-light unzip"; exit 1; \
+	fi
 
 ## Each function's cold start against a hello-world lambda_http binary (release builds)
 coldstart:

@@ -1,5 +1,7 @@
 //! `tfreg serve` itself: TLS, its printed instructions, downloads over the wire.
 
+use std::time::Duration;
+
 use tfreg_e2e::{client_trusting, publish, tar_gz, Server, TempDir};
 
 #[test]
@@ -115,4 +117,58 @@ fn downloads_work_with_head_and_get_and_refuse_tampering_over_the_wire() {
     // The signature never reaches the log.
     let signature = url.split("signature=").nth(1).unwrap();
     assert!(!server.log().contains(signature));
+}
+
+#[test]
+fn a_restart_indexes_only_what_changed_while_it_was_down() {
+    let data = tempfile::tempdir().unwrap();
+    let module = |version: &str| {
+        let files = tfreg_e2e::module_files(version);
+        let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+        tfreg_e2e::tar_gz(&files)
+    };
+    for version in ["1.0.0", "2.0.0"] {
+        tfreg_e2e::publish(
+            data.path(),
+            &format!("modules/acme/network/aws/{version}.tar.gz"),
+            &module(version),
+        );
+    }
+    // Given a server that indexed two versions, and saved its index,
+    let mut server = Server::start(data.path(), &[]);
+    assert_eq!(
+        server.module_versions("acme/network/aws"),
+        ["1.0.0", "2.0.0"]
+    );
+    let saved = data.path().join(".tfreg/index.json");
+    assert!(
+        tfreg_e2e::wait_until(Duration::from_secs(10), || saved.exists()),
+        "no saved index"
+    );
+    assert!(server.terminate(Duration::from_secs(10)));
+    // when a version is deleted and another added while it is down,
+    std::fs::remove_file(data.path().join("modules/acme/network/aws/2.0.0.tar.gz")).unwrap();
+    tfreg_e2e::publish(
+        data.path(),
+        "modules/acme/network/aws/3.0.0.tar.gz",
+        &module("3.0.0"),
+    );
+    // then the restarted server starts from the saved index, and serves exactly what is there.
+    let server = Server::start(data.path(), &[]);
+    assert_eq!(
+        server.module_versions("acme/network/aws"),
+        ["1.0.0", "3.0.0"]
+    );
+    assert!(
+        server.log().contains("restored the saved index"),
+        "{}",
+        server.log()
+    );
+    // Only the two changed files were indexed at start, not the unchanged one.
+    let indexed = server
+        .log()
+        .lines()
+        .filter(|l| l.contains("modules/acme/network/aws/1.0.0.tar.gz"))
+        .count();
+    assert_eq!(indexed, 0, "{}", server.log());
 }

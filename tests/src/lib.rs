@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod bench;
 pub mod browser;
 pub mod lambda;
 pub mod raw;
@@ -170,8 +171,9 @@ impl Server {
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
+            // Every request's line: tests read them.
+            .env("RUST_LOG", "info,tfreg::access=debug")
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -228,6 +230,11 @@ impl Server {
             log,
             _log_dir: log_dir,
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Everything the server printed on stdout so far.

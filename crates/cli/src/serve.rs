@@ -16,7 +16,8 @@ use tfreg_http::web::{SessionKey, WebOptions};
 use tfreg_http::AppState;
 use tfreg_local::server::ServerLimits;
 use tfreg_local::{
-    DataDirWatcher, FileTokenStore, FsArtifactStore, LocalMetadataStore, StateDir, WatchOptions,
+    DataDirWatcher, FileTokenStore, FsArtifactStore, LocalMetadataStore, Persistence, Snapshot,
+    StateDir, WatchOptions,
 };
 use tokio::sync::watch;
 
@@ -187,7 +188,29 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 rescan_interval: args.rescan_interval,
                 ..WatchOptions::default()
             };
-            let watcher = DataDirWatcher::start(artifacts.clone(), indexer, watch).await?;
+            // The index saved at the last stop, if any: then only what changed since is
+            // indexed before serving.
+            let snapshot = Snapshot::of(&data);
+            let known = match snapshot.load() {
+                Some(restored) => {
+                    tracing::info!(
+                        records = restored.records.len(),
+                        files = restored.files.len(),
+                        "restored the saved index; indexing only what changed since"
+                    );
+                    metadata.restore(restored.records).await?;
+                    restored.files
+                }
+                None => Default::default(),
+            };
+            let persistence = Persistence {
+                snapshot,
+                metadata: metadata.clone(),
+                known,
+            };
+            let watcher =
+                DataDirWatcher::start_with(artifacts.clone(), indexer, watch, Some(persistence))
+                    .await?;
             // What is served, for `tfreg publish` to wait on, from the first file indexed.
             let snapshots = crate::served::start(
                 &data,

@@ -11,7 +11,10 @@ use crate::error::ApiError;
 use crate::ApiState;
 
 /// Logs one line per request: method, path, status, latency. Only the path: query strings
-/// carry download signatures, which must never reach a log.
+/// carry download signatures, which must never reach a log. Successes are logged at `debug`
+/// (`RUST_LOG=info,tfreg::access=debug` shows them; the Lambda functions do by default):
+/// a line for every request cost a fifth of the local server's throughput (BENCHMARKS.md).
+/// Refusals (4xx) are logged at `info`, failures (5xx) at `error`.
 pub async fn access_log(request: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = request.method().clone();
@@ -19,11 +22,16 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
     let status = response.status().as_u16();
     let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+    if status < 400 && !tracing::enabled!(target: "tfreg::access", tracing::Level::DEBUG) {
+        return response;
+    }
     let route = crate::Family::of_path(&path).map_or("none", crate::Family::name);
     if status >= 500 {
         tracing::error!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
-    } else {
+    } else if status >= 400 {
         tracing::info!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
+    } else {
+        tracing::debug!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
     }
     response
 }

@@ -69,8 +69,9 @@ pub fn app_state(config: &Config, stores: Stores) -> AppState {
 }
 
 fn init_tracing() {
+    // Every request's line, successes included: CloudWatch Logs Insights reads them.
     tfreg_http::logging::init(
-        "info",
+        "info,tfreg::access=debug",
         tfreg_http::logging::LogStyle {
             ansi: false,
             time: false,

@@ -4,12 +4,14 @@
 pub mod fs_store;
 pub mod metadata;
 pub mod server;
+pub mod snapshot;
 pub mod state;
 pub mod tokens;
 pub mod watcher;
 
 pub use fs_store::FsArtifactStore;
 pub use metadata::LocalMetadataStore;
+pub use snapshot::Snapshot;
 pub use state::StateDir;
 pub use tokens::FileTokenStore;
-pub use watcher::{DataDirWatcher, WatchOptions};
+pub use watcher::{DataDirWatcher, Persistence, WatchOptions};

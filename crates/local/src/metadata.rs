@@ -29,6 +29,17 @@ pub struct LocalMetadataStore {
 }
 
 impl LocalMetadataStore {
+    /// Puts back the records of a saved index ([`crate::snapshot`]); pins are not among
+    /// them (their own files, loaded at open, are what counts).
+    pub async fn restore(&self, records: Vec<Record>) -> Result<(), StoreError> {
+        for record in records {
+            if !matches!(record, Record::Pin(_)) {
+                self.memory.put(record).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Opens the index of the data directory `data`, loading its pins. A pin file that
     /// cannot be read stops the start with its path: without it, the registry could serve
     /// different bytes for a published version.

@@ -7,6 +7,10 @@
 //! its own task: a slow file (a large package, or a hostile one running into its limits)
 //! never holds up another, and the server answers from what is indexed meanwhile. A key
 //! that changes while it is being indexed is indexed again when that run ends.
+//!
+//! With [`Persistence`], the index is saved whenever the watcher has been idle for a moment
+//! after a change ([`crate::snapshot`]), and a start from a saved index indexes only what
+//! changed since.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -21,6 +25,20 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::fs_store::FsArtifactStore;
+use crate::metadata::LocalMetadataStore;
+use crate::snapshot::Snapshot;
+
+/// How long the watcher stays idle after a change before it saves the index.
+const SAVE_AFTER: Duration = Duration::from_secs(2);
+
+/// Where the watcher keeps the index between runs.
+pub struct Persistence {
+    pub snapshot: Snapshot,
+    /// The index it saves.
+    pub metadata: Arc<LocalMetadataStore>,
+    /// The files as the restored index knows them (empty without a saved index).
+    pub known: HashMap<String, ObjectMeta>,
+}
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -66,6 +84,16 @@ impl DataDirWatcher {
         indexer: Arc<Indexer>,
         options: WatchOptions,
     ) -> Result<Self, StoreError> {
+        Self::start_with(store, indexer, options, None).await
+    }
+
+    /// As [`DataDirWatcher::start`], from a restored index and saving it as it changes.
+    pub async fn start_with(
+        store: Arc<FsArtifactStore>,
+        indexer: Arc<Indexer>,
+        options: WatchOptions,
+        persistence: Option<Persistence>,
+    ) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::unbounded_channel();
         // Notifications start before the first scan, so nothing written during it is missed.
         let notify = match start_notify(store.root(), tx) {
@@ -80,11 +108,18 @@ impl DataDirWatcher {
             }
         };
         let (first_done, first_index) = watch::channel(false);
+        let (known, saving) = match persistence {
+            Some(p) => (p.known, Some((p.snapshot, p.metadata))),
+            None => (HashMap::new(), None),
+        };
         let mut sync = Sync {
             store,
             indexer,
             concurrency: options.concurrency.max(1),
-            known: HashMap::new(),
+            known,
+            saving,
+            changed_at: None,
+            saved_once: false,
             failed: BTreeSet::new(),
             queue: VecDeque::new(),
             queued: HashSet::new(),
@@ -214,6 +249,11 @@ struct Sync {
     /// Told once the files found at start are all indexed.
     first_done: Option<watch::Sender<bool>>,
     progress: Progress,
+    /// Where the index is saved, if it is.
+    saving: Option<(Snapshot, Arc<LocalMetadataStore>)>,
+    /// When the index last changed without being saved since.
+    changed_at: Option<Instant>,
+    saved_once: bool,
 }
 
 impl Sync {
@@ -261,6 +301,42 @@ impl Sync {
                 }
             }
             self.pump();
+            self.save_when_idle().await;
+        }
+    }
+
+    /// Saves the index once nothing has been indexed for [`SAVE_AFTER`] (the rescan tick
+    /// brings the loop back here), so the saved files agree with the saved records: no
+    /// task is running, and keys that failed are left out (indexed again at the next start).
+    async fn save_when_idle(&mut self) {
+        let idle = self.queue.is_empty() && self.tasks.is_empty();
+        // The first save comes as soon as the first index is complete; later ones wait for
+        // a burst of changes to end.
+        let due = self
+            .changed_at
+            .is_some_and(|at| !self.saved_once || at.elapsed() >= SAVE_AFTER);
+        let Some((snapshot, metadata)) = &self.saving else {
+            return;
+        };
+        if !idle || !due {
+            return;
+        }
+        self.changed_at = None;
+        self.saved_once = true;
+        let records = match tfreg_core::MetadataStore::scan(metadata.as_ref()).await {
+            Ok(records) => records,
+            Err(e) => return tracing::warn!(error = %e, "could not save the index"),
+        };
+        let mut files = self.known.clone();
+        files.retain(|k, _| !self.failed.contains(k));
+        let snapshot = snapshot.clone();
+        let saved = tokio::task::spawn_blocking(move || snapshot.save(records, &files)).await;
+        match saved {
+            Ok(Ok(())) => tracing::debug!("saved the index"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "could not save the index; the next start indexes everything")
+            }
+            Err(e) => tracing::warn!(error = %e, "saving the index stopped"),
         }
     }
 
@@ -377,6 +453,7 @@ impl Sync {
     fn finish(&mut self, indexed: Indexed) {
         let Indexed { key, outcome, meta } = indexed;
         self.running.remove(&key);
+        self.changed_at = Some(Instant::now());
         match (outcome, meta) {
             (Ok(_), Ok(Some(meta))) => {
                 self.known.insert(key.clone(), meta);

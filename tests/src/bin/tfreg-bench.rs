@@ -1,0 +1,617 @@
+//! `make bench`: measures tfreg side by side with baselines in one run, and writes
+//! `BENCHMARKS.md` (the machine, the commands, raw figures, ratios, and each target met or
+//! missed). Release builds; `tfreg-bench --quick` shortens every run (for trying it out;
+//! its figures are not the report's).
+//!
+//! 1. API throughput and latency against nginx serving the same bytes over TLS, with 1 and
+//!    with 10,001 stored tokens; request logging at `info` against `warn`.
+//! 2. Pages against the versions endpoint.
+//! 3. Scale: versions and download latency over module and provider sizes, 5,000 modules,
+//!    the time from start to serving, a restart, and peak memory.
+//! 4. The provider hashing of the indexer against `unzip -p | sha256sum`, and its memory.
+//! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tfreg_e2e::bench::{
+    machine, peak_memory_mib, report_path, require, run_measured, version_of, wrk, Load, LoadShape,
+    Nginx,
+};
+use tfreg_e2e::{provider_release, publish, tar_gz, Gpg, Server, TempDir};
+
+const HOST: &str = "registry.example.test";
+
+struct Bench {
+    quick: bool,
+    report: String,
+    /// Targets, as `(what, met, detail)`.
+    targets: Vec<(String, bool, String)>,
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    require("wrk", "install it from Debian: sudo apt-get install wrk");
+    let mut bench = Bench {
+        quick,
+        report: String::new(),
+        targets: Vec::new(),
+    };
+    let started = Instant::now();
+    bench.api();
+    bench.scale();
+    bench.hashing();
+    bench.cold_start();
+    bench.write(started.elapsed());
+}
+
+/// The API's endpoints, by name and path.
+const ENDPOINTS: [(&str, &str); 5] = [
+    ("discovery", "/.well-known/terraform.json"),
+    ("module versions", "/v1/modules/acme/network/aws/versions"),
+    (
+        "module download",
+        "/v1/modules/acme/network/aws/1.0.0/download",
+    ),
+    (
+        "provider download",
+        "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+    ),
+    (
+        "mirror version",
+        "/v1/mirror/registry.example.test/acme/widget/1.0.0.json",
+    ),
+];
+
+impl Bench {
+    fn shape(&self, connections: u32) -> LoadShape {
+        LoadShape {
+            connections,
+            threads: 2,
+            seconds: if self.quick { 2 } else { 8 },
+        }
+    }
+
+    fn target(&mut self, what: &str, met: bool, detail: String) {
+        println!("{} {what}: {detail}", if met { "met   " } else { "MISSED" });
+        self.targets.push((what.to_owned(), met, detail));
+    }
+
+    /// A registry with one module and one signed provider release, private.
+    fn small_registry(&self) -> (TempDir, Gpg) {
+        let data = TempDir::new().unwrap();
+        let readme = "# Network\n\nA network for **acme**.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n";
+        let main = "variable \"cidr\" {\n  type = string\n  description = \"CIDR\"\n}\noutput \"id\" { value = \"x\" }\n";
+        publish(
+            data.path(),
+            "modules/acme/network/aws/1.0.0.tar.gz",
+            &tar_gz(&[("main.tf", main), ("README.md", readme)]),
+        );
+        let gpg = Gpg::new();
+        gpg.generate("release@example.test", "rsa2048", "never", None);
+        publish_provider(
+            data.path(),
+            &gpg,
+            "widget",
+            "1.0.0",
+            &["linux_amd64", "darwin_arm64"],
+        );
+        publish(
+            data.path(),
+            "keys/acme/release.asc",
+            &gpg.export("release@example.test"),
+        );
+        (data, gpg)
+    }
+
+    fn api(&mut self) {
+        println!("== API throughput against nginx");
+        let (data, _gpg) = self.small_registry();
+        let extra = ["--hostname", HOST];
+        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let token = server.create_token(&[]);
+        let auth = vec![format!("Authorization: Bearer {token}")];
+        // The same bytes as static files, for nginx.
+        let root = TempDir::new().unwrap();
+        let client = server.client();
+        for (_, path) in ENDPOINTS
+            .iter()
+            .chain(&[("", "/"), ("", "/modules/acme/network/aws")])
+        {
+            let response = client
+                .get(format!("{}{path}", server.url))
+                .bearer_auth(&token)
+                .send()
+                .unwrap();
+            assert!(
+                response.status().is_success(),
+                "{path}: {}",
+                response.status()
+            );
+            let body = response.bytes().unwrap();
+            let file = match *path {
+                "/" => root.path().join("index.html"),
+                p => root.path().join(p.trim_start_matches('/')),
+            };
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, body).unwrap();
+        }
+        let key = data.path().join(".tfreg/tls/key.pem");
+        let nginx = Nginx::start(root.path(), &server.cert, &key);
+        let shape = self.shape(64);
+
+        let mut table = String::from(
+            "| endpoint | tfreg req/s | p50 | p99 | nginx req/s | p50 | p99 | tfreg ÷ nginx |\n|---|---|---|---|---|---|---|---|\n",
+        );
+        let mut versions = None;
+        let mut ratios = Vec::new();
+        for (name, path) in ENDPOINTS {
+            let ours = wrk(&format!("{}{path}", server.url), &auth, shape);
+            let theirs = wrk(&format!("{}{path}", nginx.url), &auth, shape);
+            assert_eq!(ours.errors, 0, "{name}: tfreg answered errors");
+            let ratio = ours.requests_per_sec / theirs.requests_per_sec;
+            ratios.push((name, ratio, ours.p99_ms));
+            let _ = writeln!(
+                table,
+                "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {ratio:.2}× |",
+                ours.requests_per_sec, ours.p50_ms, ours.p99_ms, theirs.requests_per_sec, theirs.p50_ms, theirs.p99_ms
+            );
+            if path.ends_with("/versions") {
+                versions = Some(ours);
+            }
+        }
+        let versions = versions.unwrap();
+
+        // Request logging: info (one line a request) against warn.
+        let logged = versions.requests_per_sec;
+        let quiet_server =
+            Server::start_with_env(data.path(), &extra, &[("RUST_LOG", "warn".into())]);
+        let quiet = wrk(
+            &format!("{}{}", quiet_server.url, ENDPOINTS[1].1),
+            &auth,
+            shape,
+        );
+        drop(quiet_server);
+        let logging_cost = 1.0 - logged / quiet.requests_per_sec;
+
+        // Pages against the versions endpoint.
+        let mut pages =
+            String::from("| page | req/s | p50 | p99 | versions ÷ page |\n|---|---|---|---|---|\n");
+        let mut worst_page: f64 = 0.0;
+        for (name, path) in [
+            ("catalogue", "/"),
+            ("module page", "/modules/acme/network/aws"),
+        ] {
+            let load = wrk(&format!("{}{path}", server.url), &auth, shape);
+            assert_eq!(load.errors, 0, "{name}");
+            let slower = versions.requests_per_sec / load.requests_per_sec;
+            worst_page = worst_page.max(slower);
+            let _ = writeln!(
+                pages,
+                "| {name} | {:.0} | {:.2} ms | {:.2} ms | {slower:.2}× |",
+                load.requests_per_sec, load.p50_ms, load.p99_ms
+            );
+        }
+        drop(server);
+
+        // 10,000 more stored tokens.
+        let tokens_file = data.path().join(".tfreg/tokens.json");
+        add_tokens(&tokens_file, 10_000);
+        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let mut many = String::from(
+            "| endpoint | req/s with 10,001 tokens | p99 | ÷ with 1 token |\n|---|---|---|---|\n",
+        );
+        let mut worst_many: f64 = f64::MAX;
+        for (name, path) in [ENDPOINTS[1], ENDPOINTS[3]] {
+            let load = wrk(&format!("{}{path}", server.url), &auth, shape);
+            assert_eq!(load.errors, 0, "{name} with many tokens");
+            let before = if path.ends_with("/versions") {
+                versions.requests_per_sec
+            } else {
+                wrk(&format!("{}{path}", nginx.url), &auth, shape).requests_per_sec
+                    * ratios.iter().find(|r| r.0 == name).map_or(1.0, |r| r.1)
+            };
+            let share = load.requests_per_sec / before;
+            worst_many = worst_many.min(share);
+            let _ = writeln!(
+                many,
+                "| {name} | {:.0} | {:.2} ms | {share:.2}× |",
+                load.requests_per_sec, load.p99_ms
+            );
+        }
+        drop(server);
+
+        let _ = write!(
+            self.report,
+            "## 1. API throughput and latency\n\n`wrk -t{} -c{} -d{}s --latency` with a token, against `tfreg serve` (release build, its self-signed certificate, `RUST_LOG=info`) and against nginx {} serving each answer's bytes as a static file over TLS with the same certificate (access log on, buffered), one after the other on this machine; wrk shares its 2 cores with the server.\n\n{table}\n",
+            shape.threads,
+            shape.connections,
+            shape.seconds,
+            version_of("nginx", "-v").trim_start_matches("nginx version: "),
+        );
+        let _ = write!(
+            self.report,
+            "With 10,001 tokens in the token file (the same token used):\n\n{many}\nRequest logging: module versions served {logged:.0} req/s at `RUST_LOG=info` and {:.0} at `warn`: logging costs {:.1} % of throughput.\n\n",
+            quiet.requests_per_sec,
+            logging_cost * 100.0
+        );
+        let _ = write!(
+            self.report,
+            "## 2. Pages\n\nThe catalogue and a module page, with the token as a bearer header, against module versions in the same run:\n\n{pages}\n"
+        );
+        let worst = ratios.iter().map(|r| r.1).fold(f64::MAX, f64::min);
+        let worst_p99 = ratios.iter().map(|r| r.2).fold(0.0, f64::max);
+        self.target(
+            "API ≥ 0.8× nginx on every endpoint",
+            worst >= 0.8,
+            format!("lowest ratio {worst:.2}×"),
+        );
+        self.target(
+            "API p99 < 5 ms",
+            worst_p99 < 5.0,
+            format!("highest p99 {worst_p99:.2} ms at 64 connections"),
+        );
+        self.target(
+            "10,000 stored tokens change nothing",
+            worst_many >= 0.9,
+            format!(
+                "lowest throughput with them {:.2}× of one token's",
+                worst_many
+            ),
+        );
+        self.target(
+            "request logging at info costs ≤ 5 %",
+            logging_cost <= 0.05,
+            format!("{:.1} %", logging_cost * 100.0),
+        );
+        self.target(
+            "pages within 2× of versions",
+            worst_page <= 2.0,
+            format!("slowest page {worst_page:.2}× slower"),
+        );
+    }
+
+    fn scale(&mut self) {
+        println!("== Scale");
+        let sizes: Vec<usize> = if self.quick {
+            vec![10, 100, 1000]
+        } else {
+            vec![10, 100, 1_000, 10_000]
+        };
+        let provider_sizes: Vec<usize> = if self.quick {
+            vec![10, 100]
+        } else {
+            vec![10, 100, 1_000]
+        };
+        let listed_modules = if self.quick { 500 } else { 5_000 };
+        let data = TempDir::new().unwrap();
+        let archive = tar_gz(&[("main.tf", "output \"v\" { value = 1 }\n")]);
+        let mut files = 0usize;
+        for size in &sizes {
+            for v in 0..*size {
+                let key = format!("modules/acme/s{size}/aws/1.{}.{}.tar.gz", v / 100, v % 100);
+                publish(data.path(), &key, &archive);
+                files += 1;
+            }
+        }
+        for m in 0..listed_modules {
+            publish(
+                data.path(),
+                &format!("modules/acme/m{m:05}/aws/1.0.0.tar.gz"),
+                &archive,
+            );
+            files += 1;
+        }
+        let gpg = Gpg::new();
+        gpg.generate("release@example.test", "rsa2048", "never", None);
+        let platforms = [
+            "linux_amd64",
+            "linux_arm64",
+            "darwin_amd64",
+            "darwin_arm64",
+            "windows_amd64",
+            "freebsd_amd64",
+        ];
+        for size in &provider_sizes {
+            for v in 0..*size {
+                let version = format!("1.{}.{}", v / 100, v % 100);
+                publish_provider(data.path(), &gpg, &format!("p{size}"), &version, &platforms);
+                files += platforms.len() + 2;
+            }
+        }
+        publish(
+            data.path(),
+            "keys/acme/release.asc",
+            &gpg.export("release@example.test"),
+        );
+        println!("   {files} files published; first start");
+
+        let extra = ["--hostname", HOST];
+        let started = Instant::now();
+        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let first_start = started.elapsed();
+        let token = server.create_token(&[]);
+        let auth = vec![format!("Authorization: Bearer {token}")];
+        let shape = LoadShape {
+            connections: 8,
+            threads: 1,
+            seconds: if self.quick { 2 } else { 4 },
+        };
+        let mut table = String::from(
+            "| what | size | answer bytes | req/s | p50 | p99 |\n|---|---|---|---|---|---|\n",
+        );
+        let mut versions_10k = None;
+        let client = server.client();
+        let mut measure = |what: &str, size: String, path: String| -> Load {
+            let bytes = client
+                .get(format!("{}{path}", server.url))
+                .bearer_auth(&token)
+                .send()
+                .unwrap()
+                .bytes()
+                .unwrap()
+                .len();
+            let load = wrk(&format!("{}{path}", server.url), &auth, shape);
+            assert_eq!(load.errors, 0, "{what} {size}");
+            let _ = writeln!(
+                table,
+                "| {what} | {size} | {bytes} | {:.0} | {:.2} ms | {:.2} ms |",
+                load.requests_per_sec, load.p50_ms, load.p99_ms
+            );
+            load
+        };
+        for size in &sizes {
+            let load = measure(
+                "module versions",
+                format!("{size} versions"),
+                format!("/v1/modules/acme/s{size}/aws/versions"),
+            );
+            if *size == 10_000 {
+                versions_10k = Some(load);
+            }
+            measure(
+                "module download",
+                format!("{size} versions"),
+                format!("/v1/modules/acme/s{size}/aws/1.0.5/download"),
+            );
+        }
+        for size in &provider_sizes {
+            measure(
+                "provider versions",
+                format!("{size} × 6 platforms"),
+                format!("/v1/providers/acme/p{size}/versions"),
+            );
+            measure(
+                "provider download",
+                format!("{size} × 6 platforms"),
+                format!("/v1/providers/acme/p{size}/1.0.5/download/linux/amd64"),
+            );
+        }
+        measure(
+            "module search",
+            format!("{listed_modules} modules"),
+            "/v1/modules/search?q=m00042".into(),
+        );
+        measure(
+            "catalogue page",
+            format!("{listed_modules} modules"),
+            "/".into(),
+        );
+        let peak = peak_memory_mib(server.pid()).unwrap_or(0.0);
+        drop(server);
+
+        // A restart over the same data: nothing changed, so nothing should be re-hashed.
+        let started = Instant::now();
+        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let restart = started.elapsed();
+        let restart_peak = peak_memory_mib(server.pid()).unwrap_or(0.0);
+        drop(server);
+
+        let _ = write!(
+            self.report,
+            "## 3. Scale\n\nOne data directory holding modules with 10 to {} versions, {listed_modules} more modules, and signed providers with 10 to {} versions × 6 platforms: {files} files. `wrk -t1 -c8 -d{}s`, with a token.\n\n{table}\n| start | time to serving | peak memory |\n|---|---|---|\n| first start (indexes every file) | {:.1} s | {peak:.0} MiB |\n| restart, nothing changed | {:.2} s | {restart_peak:.0} MiB |\n\n",
+            sizes.last().unwrap(),
+            provider_sizes.last().unwrap(),
+            shape.seconds,
+            first_start.as_secs_f64(),
+            restart.as_secs_f64(),
+        );
+        if let Some(load) = versions_10k {
+            self.target(
+                "versions of 10,000 versions < 50 ms",
+                load.p99_ms < 50.0,
+                format!("p50 {:.2} ms, p99 {:.2} ms", load.p50_ms, load.p99_ms),
+            );
+        }
+        self.target(
+            "a restart serves within 1 s",
+            restart < Duration::from_secs(1),
+            format!("{:.2} s over {files} files", restart.as_secs_f64()),
+        );
+    }
+
+    fn hashing(&mut self) {
+        println!("== Provider hashing");
+        let dir = TempDir::new().unwrap();
+        let sizes: &[u64] = if self.quick { &[50] } else { &[50, 500] };
+        let tfreg = tfreg_e2e::tfreg_bin();
+        let mut table = String::from("| package | `tfreg hash` (`h1:` + `zh:`) | peak memory | `unzip -p \\| sha256sum` | tfreg ÷ baseline speed |\n|---|---|---|---|---|\n");
+        let mut worst_speed: f64 = f64::MAX;
+        let mut worst_memory: f64 = 0.0;
+        for mib in sizes {
+            let zip = dir
+                .path()
+                .join(format!("terraform-provider-big_{mib}mb.zip"));
+            big_zip(&zip, mib * 1024 * 1024);
+            let (ours, memory) = run_measured(Command::new(&tfreg).arg("hash").arg(&zip));
+            let (baseline, _) = run_measured(
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("unzip -p '{}' | sha256sum", zip.display())),
+            );
+            let speed = baseline.as_secs_f64() / ours.as_secs_f64();
+            worst_speed = worst_speed.min(speed);
+            worst_memory = worst_memory.max(memory);
+            let _ = writeln!(
+                table,
+                "| {mib} MB of data, deflated ({} MB zip) | {:.2} s | {memory:.0} MiB | {:.2} s | {speed:.2}× |",
+                std::fs::metadata(&zip).unwrap().len() / 1_000_000,
+                ours.as_secs_f64(),
+                baseline.as_secs_f64()
+            );
+        }
+        let _ = write!(
+            self.report,
+            "## 4. Indexer: hashing a provider package\n\n`tfreg hash` computes what the indexer computes for a package (`zh:`, the SHA-256 of the zip, beside `h1:`, the hash of its unpacked files), with the indexer's code and limits. The baseline reads the zip and hashes its contents once with standard tools.\n\n{table}\n"
+        );
+        self.target(
+            "hashing ≥ 1.0× `unzip -p | sha256sum`",
+            worst_speed >= 1.0,
+            format!("slowest {worst_speed:.2}×"),
+        );
+        self.target(
+            "hashing memory < 64 MB, flat",
+            worst_memory < 64.0,
+            format!("peak {worst_memory:.0} MiB"),
+        );
+    }
+
+    fn cold_start(&mut self) {
+        println!("== Cold starts");
+        let coldstart = tfreg_e2e::tfreg_bin().with_file_name("tfreg-coldstart");
+        let runs = if self.quick { "5" } else { "25" };
+        let output = Command::new(&coldstart)
+            .arg(runs)
+            .output()
+            .expect("tfreg-coldstart runs");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let mut zips = String::new();
+        let lambda = tfreg_e2e::workspace_root().join("build/lambda");
+        for function in [
+            "discovery",
+            "modules",
+            "providers",
+            "mirror",
+            "downloads",
+            "indexer",
+            "web",
+        ] {
+            let zip = lambda.join(function).join("bootstrap.zip");
+            if let Ok(meta) = std::fs::metadata(&zip) {
+                let _ = writeln!(
+                    zips,
+                    "| {function} | {:.2} MB |",
+                    meta.len() as f64 / 1_000_000.0
+                );
+            }
+        }
+        let _ = write!(
+            self.report,
+            "## 5. Cold starts\n\n`tfreg-coldstart {runs}`: each function binary (release, x86_64 here) from exec to its first poll of a stand-in Lambda Runtime API, the median of {runs} runs, next to a hello-world `lambda_http` binary, interleaved:\n\n```\n{}```\n\n",
+            text
+        );
+        if zips.is_empty() {
+            self.report
+                .push_str("Zip sizes: run `make build` first (`make test` builds them).\n\n");
+        } else {
+            let _ = write!(self.report, "The deployable arm64 zips (`make build`):\n\n| function | bootstrap.zip |\n|---|---|\n{zips}\n");
+        }
+        self.target(
+            "cold start ≤ 2× hello world",
+            output.status.success(),
+            text.lines().last().unwrap_or("").to_owned(),
+        );
+    }
+
+    fn write(&mut self, took: Duration) {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "# Benchmarks\n\nWritten by `make bench` ({}) on {}; wrk {}. Every comparison ran side by side in this one run: absolute figures drift between machines and runs, ratios much less. The test command depends on none of this.\n\n## Targets\n\n| target | | measured |\n|---|---|---|\n",
+            if self.quick { "`--quick`: short runs, small sizes" } else { "full" },
+            machine(),
+            version_of("wrk", "-v").split_whitespace().nth(1).unwrap_or("?"),
+        );
+        for (what, met, detail) in &self.targets {
+            let _ = writeln!(
+                out,
+                "| {what} | {} | {detail} |",
+                if *met { "met" } else { "**missed**" }
+            );
+        }
+        let _ = write!(
+            out,
+            "\nNot measured by this run: the AWS request cost (DynamoDB and S3 calls per API request counted at the emulator); see the closing notes of the issue.\n\n{}Took {:.0} s.\n",
+            self.report,
+            took.as_secs_f64()
+        );
+        std::fs::write(report_path(), out).unwrap();
+        println!("wrote {}", report_path().display());
+    }
+}
+
+/// Publishes a signed release of `acme/TYPE` for `platforms`.
+fn publish_provider(data: &Path, gpg: &Gpg, type_: &str, version: &str, platforms: &[&str]) {
+    let dir = format!("providers/acme/{type_}/{version}");
+    let release = provider_release(type_, version, platforms);
+    let (sums_name, sums) = release.last().unwrap().clone();
+    for (name, content) in release {
+        publish(data, &format!("{dir}/{name}"), &content);
+    }
+    publish(
+        data,
+        &format!("{dir}/{sums_name}.sig"),
+        &gpg.sign("release@example.test", &sums, None),
+    );
+}
+
+/// Adds `count` tokens (whose secrets nobody keeps) to a token file.
+fn add_tokens(file: &Path, count: usize) {
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let now = std::time::SystemTime::now();
+    let tokens = json["tokens"].as_array_mut().unwrap();
+    for _ in 0..count {
+        let new = tfreg_core::tokens::generate(vec![], String::new(), None, now);
+        tokens.push(serde_json::to_value(new.record).unwrap());
+    }
+    std::fs::write(file, json.to_string()).unwrap();
+}
+
+/// A provider zip holding one executable of `bytes` bytes of data that deflates about 3:1,
+/// as executables do.
+fn big_zip(path: &Path, bytes: u64) {
+    use std::io::Write;
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = zip::ZipWriter::new(std::io::BufWriter::new(file));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(1))
+        .unix_permissions(0o755)
+        .large_file(bytes >= u32::MAX as u64);
+    writer
+        .start_file("terraform-provider-big_v1.0.0", options)
+        .unwrap();
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        for (i, byte) in chunk.iter_mut().enumerate() {
+            // Mostly a few repeating values, sometimes noise: compressible like code.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *byte = if state.is_multiple_of(4) {
+                state as u8
+            } else {
+                (i % 16) as u8
+            };
+        }
+        let n = left.min(chunk.len() as u64) as usize;
+        writer.write_all(&chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    writer.finish().unwrap();
+}
