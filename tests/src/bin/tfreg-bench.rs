@@ -333,6 +333,32 @@ impl Bench {
         let server = Server::start_with_env(data.path(), &extra, &[]);
         let first_start = started.elapsed();
         let token = server.create_token(&[]);
+        // The server answers before the first index ends when it takes over 30 s: wait until
+        // the largest module and provider are whole.
+        let client = server.client();
+        let count = |path: &str, field: &str| -> usize {
+            let Ok(response) = client
+                .get(format!("{}{path}", server.url))
+                .bearer_auth(&token)
+                .send()
+            else {
+                return 0;
+            };
+            let json: serde_json::Value = response.json().unwrap_or_default();
+            match field {
+                "modules" => json["modules"][0]["versions"].as_array().map_or(0, Vec::len),
+                _ => json["versions"].as_array().map_or(0, Vec::len),
+            }
+        };
+        let (largest, largest_provider) = (*sizes.last().unwrap(), *provider_sizes.last().unwrap());
+        let whole = tfreg_e2e::wait_until(Duration::from_secs(3600), || {
+            count(&format!("/v1/modules/acme/s{largest}/aws/versions"), "modules") == largest
+                && count(&format!("/v1/providers/acme/p{largest_provider}/versions"), "providers")
+                    == largest_provider
+        });
+        assert!(whole, "the first index did not finish within an hour");
+        let fully_indexed = started.elapsed();
+        println!("   indexed in {:.1} s", fully_indexed.as_secs_f64());
         let auth = vec![format!("Authorization: Bearer {token}")];
         let shape = LoadShape {
             connections: 8,
@@ -343,7 +369,6 @@ impl Bench {
             "| what | size | answer bytes | req/s | p50 | p99 |\n|---|---|---|---|---|---|\n",
         );
         let mut versions_10k = None;
-        let client = server.client();
         let mut measure = |what: &str, size: String, path: String| -> Load {
             let bytes = client
                 .get(format!("{}{path}", server.url))
@@ -400,6 +425,15 @@ impl Bench {
             "/".into(),
         );
         let peak = peak_memory_mib(server.pid()).unwrap_or(0.0);
+        // The index is saved once the watcher is idle; then a graceful stop.
+        let saved = data.path().join(".tfreg/index.json");
+        assert!(
+            tfreg_e2e::wait_until(Duration::from_secs(120), || saved.exists()),
+            "the index was not saved"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+        let mut server = server;
+        assert!(server.terminate(Duration::from_secs(30)));
         drop(server);
 
         // A restart over the same data: nothing changed, so nothing should be re-hashed.
@@ -411,10 +445,11 @@ impl Bench {
 
         let _ = write!(
             self.report,
-            "## 3. Scale\n\nOne data directory holding modules with 10 to {} versions, {listed_modules} more modules, and signed providers with 10 to {} versions × 6 platforms: {files} files. `wrk -t1 -c8 -d{}s`, with a token.\n\n{table}\n| start | time to serving | peak memory |\n|---|---|---|\n| first start (indexes every file) | {:.1} s | {peak:.0} MiB |\n| restart, nothing changed | {:.2} s | {restart_peak:.0} MiB |\n\n",
+            "## 3. Scale\n\nOne data directory holding modules with 10 to {} versions, {listed_modules} more modules, and signed providers with 10 to {} versions × 6 platforms: {files} files. `wrk -t1 -c8 -d{}s`, with a token.\n\n{table}\n| start | time to serving | peak memory |\n|---|---|---|\n| first start (indexes every file; serving after at most 30 s, whole after {:.1} s) | {:.1} s | {peak:.0} MiB |\n| restart, nothing changed | {:.2} s | {restart_peak:.0} MiB |\n\n",
             sizes.last().unwrap(),
             provider_sizes.last().unwrap(),
             shape.seconds,
+            fully_indexed.as_secs_f64(),
             first_start.as_secs_f64(),
             restart.as_secs_f64(),
         );
