@@ -110,7 +110,7 @@ impl Bench {
         println!("== API throughput against nginx");
         let (data, _gpg) = self.small_registry();
         let extra = ["--hostname", HOST];
-        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let server = Server::start_with_env(data.path(), &extra, &default_log());
         let token = server.create_token(&[]);
         let auth = vec![format!("Authorization: Bearer {token}")];
         // The same bytes as static files, for nginx.
@@ -152,7 +152,7 @@ impl Bench {
             let theirs = wrk(&format!("{}{path}", nginx.url), &auth, shape);
             assert_eq!(ours.errors, 0, "{name}: tfreg answered errors");
             let ratio = ours.requests_per_sec / theirs.requests_per_sec;
-            ratios.push((name, ratio, ours.p99_ms));
+            ratios.push((name, ratio, ours.p99_ms, ours.requests_per_sec));
             let _ = writeln!(
                 table,
                 "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {ratio:.2}× |",
@@ -175,6 +175,37 @@ impl Bench {
         );
         drop(quiet_server);
         let logging_cost = 1.0 - logged / quiet.requests_per_sec;
+        let chatty_server = Server::start_with_env(
+            data.path(),
+            &extra,
+            &[("RUST_LOG", "info,tfreg::access=debug".into())],
+        );
+        let chatty = wrk(
+            &format!("{}{}", chatty_server.url, ENDPOINTS[1].1),
+            &auth,
+            shape,
+        );
+        drop(chatty_server);
+        let every_line_cost = 1.0 - chatty.requests_per_sec / quiet.requests_per_sec;
+
+        // Where the time goes: the same endpoints on a public server (no token check).
+        let mut public = extra.to_vec();
+        public.push("--public");
+        let public_server = Server::start_with_env(data.path(), &public, &default_log());
+        let mut costs = String::from(
+            "| endpoint | public (no token) req/s | with a token req/s | token check's share |\n|---|---|---|---|\n",
+        );
+        for (name, path) in [ENDPOINTS[1], ENDPOINTS[3], ENDPOINTS[4]] {
+            let open = wrk(&format!("{}{path}", public_server.url), &[], shape);
+            let with = ratios.iter().find(|r| r.0 == name).map_or(0.0, |r| r.3);
+            let _ = writeln!(
+                costs,
+                "| {name} | {:.0} | {with:.0} | {:.0} % |",
+                open.requests_per_sec,
+                (1.0 - with / open.requests_per_sec) * 100.0
+            );
+        }
+        drop(public_server);
 
         // Pages against the versions endpoint.
         let mut pages =
@@ -199,7 +230,7 @@ impl Bench {
         // 10,000 more stored tokens.
         let tokens_file = data.path().join(".tfreg/tokens.json");
         add_tokens(&tokens_file, 10_000);
-        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let server = Server::start_with_env(data.path(), &extra, &default_log());
         let mut many = String::from(
             "| endpoint | req/s with 10,001 tokens | p99 | ÷ with 1 token |\n|---|---|---|---|\n",
         );
@@ -233,9 +264,11 @@ impl Bench {
         );
         let _ = write!(
             self.report,
-            "With 10,001 tokens in the token file (the same token used):\n\n{many}\nRequest logging: module versions served {logged:.0} req/s at `RUST_LOG=info` and {:.0} at `warn`: logging costs {:.1} % of throughput.\n\n",
+            "Where the time goes: discovery is TLS, HTTP and routing alone (no token, no index). The same endpoints on a public server, against the figures above:\n\n{costs}\nWith 10,001 tokens in the token file (the same token used):\n\n{many}\nRequest logging: module versions served {logged:.0} req/s at `RUST_LOG=info` (the default: refusals and failures logged, successes at `debug`) and {:.0} at `warn`: logging at `info` costs {:.1} % of throughput. With a line for every request (`RUST_LOG=info,tfreg::access=debug`), {:.0} req/s: {:.1} %.\n\n",
             quiet.requests_per_sec,
-            logging_cost * 100.0
+            logging_cost * 100.0,
+            chatty.requests_per_sec,
+            every_line_cost * 100.0
         );
         let _ = write!(
             self.report,
@@ -330,7 +363,7 @@ impl Bench {
 
         let extra = ["--hostname", HOST];
         let started = Instant::now();
-        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let server = Server::start_with_env(data.path(), &extra, &default_log());
         let first_start = started.elapsed();
         let token = server.create_token(&[]);
         // The server answers before the first index ends when it takes over 30 s: wait until
@@ -438,7 +471,7 @@ impl Bench {
 
         // A restart over the same data: nothing changed, so nothing should be re-hashed.
         let started = Instant::now();
-        let server = Server::start_with_env(data.path(), &extra, &[]);
+        let server = Server::start_with_env(data.path(), &extra, &default_log());
         let restart = started.elapsed();
         let restart_peak = peak_memory_mib(server.pid()).unwrap_or(0.0);
         drop(server);
@@ -585,6 +618,11 @@ impl Bench {
         std::fs::write(report_path(), out).unwrap();
         println!("wrote {}", report_path().display());
     }
+}
+
+/// `tfreg serve`'s own default verbosity (the test helpers log every request).
+fn default_log() -> Vec<(&'static str, String)> {
+    vec![("RUST_LOG", "info".into())]
 }
 
 /// Publishes a signed release of `acme/TYPE` for `platforms`.

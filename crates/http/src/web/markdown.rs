@@ -9,6 +9,32 @@ use std::collections::HashSet;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
+/// How many rendered READMEs are kept (each at most the 64 KiB a README is cut to, plus
+/// markup): rendering and sanitising is most of a module page's cost.
+const CACHED: usize = 256;
+
+type Rendered = std::collections::HashMap<([u8; 32], bool), std::sync::Arc<str>>;
+
+/// [`render`], remembered by the README's SHA-256: a module page renders its README once,
+/// not once per view. When full, the cache starts over.
+pub fn render_cached(markdown: &str, remote_images: bool) -> std::sync::Arc<str> {
+    use sha2::Digest;
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<Rendered>> = std::sync::OnceLock::new();
+    let key = (sha2::Sha256::digest(markdown.as_bytes()).into(), remote_images);
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(html) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return html;
+    }
+    let html: std::sync::Arc<str> = render(markdown, remote_images).into();
+    if let Ok(mut cache) = cache.lock() {
+        if cache.len() >= CACHED {
+            cache.clear();
+        }
+        cache.insert(key, html.clone());
+    }
+    html
+}
+
 /// Renders a README to sanitised HTML.
 pub fn render(markdown: &str, remote_images: bool) -> String {
     let options = Options::ENABLE_TABLES
@@ -115,6 +141,16 @@ mod tests {
             !on.contains("docs/d.png") && !on.contains("http://img"),
             "{on}"
         );
+    }
+
+    #[test]
+    fn the_cache_answers_what_rendering_answers() {
+        let hostile = "# A\n\n<script>x</script>";
+        for remote in [false, true] {
+            let first = render_cached(hostile, remote);
+            assert_eq!(&*first, render(hostile, remote));
+            assert!(std::sync::Arc::ptr_eq(&first, &render_cached(hostile, remote)));
+        }
     }
 
     #[test]

@@ -175,7 +175,7 @@ fn readme(part: &ModulePart, remote_images: bool) -> Markup {
         @if part.readme.trim().is_empty() {
             p.muted { "No README." }
         } @else {
-            div.readme { (PreEscaped(markdown::render(&part.readme, remote_images))) }
+            div.readme { (PreEscaped(&*markdown::render_cached(&part.readme, remote_images))) }
             @if part.readme_truncated {
                 p.muted { "The README was cut: it is longer than the registry keeps." }
             }
