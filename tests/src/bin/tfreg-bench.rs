@@ -165,28 +165,31 @@ impl Bench {
         let versions = versions.unwrap();
 
         // Request logging: info (one line a request) against warn.
-        let logged = versions.requests_per_sec;
-        let quiet_server =
-            Server::start_with_env(data.path(), &extra, &[("RUST_LOG", "warn".into())]);
-        let quiet = wrk(
-            &format!("{}{}", quiet_server.url, ENDPOINTS[1].1),
-            &auth,
-            shape,
-        );
-        drop(quiet_server);
-        let logging_cost = 1.0 - logged / quiet.requests_per_sec;
-        let chatty_server = Server::start_with_env(
-            data.path(),
-            &extra,
-            &[("RUST_LOG", "info,tfreg::access=debug".into())],
-        );
-        let chatty = wrk(
-            &format!("{}{}", chatty_server.url, ENDPOINTS[1].1),
-            &auth,
-            shape,
-        );
-        drop(chatty_server);
-        let every_line_cost = 1.0 - chatty.requests_per_sec / quiet.requests_per_sec;
+        // Request logging: three servers side by side, measured in turns, medians of three
+        // rounds (one server's runs drift by a quarter between processes on this machine).
+        let servers: Vec<Server> = ["warn", "info", "info,tfreg::access=debug"]
+            .iter()
+            .map(|level| {
+                Server::start_with_env(data.path(), &extra, &[("RUST_LOG", level.to_string())])
+            })
+            .collect();
+        let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
+        for round in 0..3 {
+            for step in 0..servers.len() {
+                let i = (step + round) % servers.len();
+                let load = wrk(
+                    &format!("{}{}", servers[i].url, ENDPOINTS[1].1),
+                    &auth,
+                    shape,
+                );
+                rounds[i].push(load.requests_per_sec);
+            }
+        }
+        drop(servers);
+        let medians: Vec<f64> = rounds.iter_mut().map(|r| median(r)).collect();
+        let (quiet, logged, chatty) = (medians[0], medians[1], medians[2]);
+        let logging_cost = 1.0 - logged / quiet;
+        let every_line_cost = 1.0 - chatty / quiet;
 
         // Where the time goes: the same endpoints on a public server (no token check).
         let mut public = extra.to_vec();
@@ -264,10 +267,10 @@ impl Bench {
         );
         let _ = write!(
             self.report,
-            "Where the time goes: discovery is TLS, HTTP and routing alone (no token, no index). The same endpoints on a public server, against the figures above:\n\n{costs}\nWith 10,001 tokens in the token file (the same token used):\n\n{many}\nRequest logging: module versions served {logged:.0} req/s at `RUST_LOG=info` (the default: refusals and failures logged, successes at `debug`) and {:.0} at `warn`: logging at `info` costs {:.1} % of throughput. With a line for every request (`RUST_LOG=info,tfreg::access=debug`), {:.0} req/s: {:.1} %.\n\n",
-            quiet.requests_per_sec,
+            "Where the time goes: discovery is TLS, HTTP and routing alone (no token, no index). The same endpoints on a public server, against the figures above:\n\n{costs}\nWith 10,001 tokens in the token file (the same token used):\n\n{many}\nRequest logging (three servers side by side, in turns, the median of three rounds each): module versions served {logged:.0} req/s at `RUST_LOG=info` (the default: refusals and failures logged, successes at `debug`) and {:.0} at `warn`: logging at `info` costs {:.1} % of throughput. With a line for every request (`RUST_LOG=info,tfreg::access=debug`), {:.0} req/s: {:.1} %.\n\n",
+            quiet,
             logging_cost * 100.0,
-            chatty.requests_per_sec,
+            chatty,
             every_line_cost * 100.0
         );
         let _ = write!(
@@ -379,15 +382,22 @@ impl Bench {
             };
             let json: serde_json::Value = response.json().unwrap_or_default();
             match field {
-                "modules" => json["modules"][0]["versions"].as_array().map_or(0, Vec::len),
+                "modules" => json["modules"][0]["versions"]
+                    .as_array()
+                    .map_or(0, Vec::len),
                 _ => json["versions"].as_array().map_or(0, Vec::len),
             }
         };
         let (largest, largest_provider) = (*sizes.last().unwrap(), *provider_sizes.last().unwrap());
         let whole = tfreg_e2e::wait_until(Duration::from_secs(3600), || {
-            count(&format!("/v1/modules/acme/s{largest}/aws/versions"), "modules") == largest
-                && count(&format!("/v1/providers/acme/p{largest_provider}/versions"), "providers")
-                    == largest_provider
+            count(
+                &format!("/v1/modules/acme/s{largest}/aws/versions"),
+                "modules",
+            ) == largest
+                && count(
+                    &format!("/v1/providers/acme/p{largest_provider}/versions"),
+                    "providers",
+                ) == largest_provider
         });
         assert!(whole, "the first index did not finish within an hour");
         let fully_indexed = started.elapsed();
@@ -611,13 +621,20 @@ impl Bench {
         }
         let _ = write!(
             out,
-            "\nNot measured by this run: the AWS request cost (DynamoDB and S3 calls per API request counted at the emulator); see the closing notes of the issue.\n\n{}Took {:.0} s.\n",
+            "\nNot measured by this run: the AWS request cost (DynamoDB and S3 calls per API request counted at the emulator).\n\n{}{}\nTook {:.0} s.\n",
             self.report,
+            include_str!("../../bench/analysis.md"),
             took.as_secs_f64()
         );
         std::fs::write(report_path(), out).unwrap();
         println!("wrote {}", report_path().display());
     }
+}
+
+/// The median of `values`.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
 }
 
 /// `tfreg serve`'s own default verbosity (the test helpers log every request).

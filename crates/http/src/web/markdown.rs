@@ -20,7 +20,10 @@ type Rendered = std::collections::HashMap<([u8; 32], bool), std::sync::Arc<str>>
 pub fn render_cached(markdown: &str, remote_images: bool) -> std::sync::Arc<str> {
     use sha2::Digest;
     static CACHE: std::sync::OnceLock<std::sync::Mutex<Rendered>> = std::sync::OnceLock::new();
-    let key = (sha2::Sha256::digest(markdown.as_bytes()).into(), remote_images);
+    let key = (
+        sha2::Sha256::digest(markdown.as_bytes()).into(),
+        remote_images,
+    );
     let cache = CACHE.get_or_init(Default::default);
     if let Some(html) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return html;
@@ -149,7 +152,10 @@ mod tests {
         for remote in [false, true] {
             let first = render_cached(hostile, remote);
             assert_eq!(&*first, render(hostile, remote));
-            assert!(std::sync::Arc::ptr_eq(&first, &render_cached(hostile, remote)));
+            assert!(std::sync::Arc::ptr_eq(
+                &first,
+                &render_cached(hostile, remote)
+            ));
         }
     }
 
