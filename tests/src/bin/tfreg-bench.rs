@@ -1,7 +1,7 @@
 //! `make bench`: measures tfreg side by side with baselines in one run, and writes
 //! `BENCHMARKS.md` (the machine, the commands, raw figures, ratios, and each target met or
 //! missed). Release builds; `tfreg-bench --quick` shortens every run (for trying it out;
-//! its figures are not the report's).
+//! it writes `build/BENCHMARKS-quick.md`, not the report).
 //!
 //! 1. API throughput and latency against nginx serving the same bytes over TLS, with 1 and
 //!    with 10,001 stored tokens; request logging at `info` against `warn`.
@@ -626,8 +626,14 @@ impl Bench {
             include_str!("../../bench/analysis.md"),
             took.as_secs_f64()
         );
-        std::fs::write(report_path(), out).unwrap();
-        println!("wrote {}", report_path().display());
+        // A quick run's figures are not the report's: they go to the build folder.
+        let path = match self.quick {
+            true => tfreg_e2e::workspace_root().join("build/BENCHMARKS-quick.md"),
+            false => report_path(),
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, out).unwrap();
+        println!("wrote {}", path.display());
     }
 }
 
