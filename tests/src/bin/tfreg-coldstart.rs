@@ -48,19 +48,11 @@ fn main() {
         .nth(1)
         .map(|r| r.parse().expect("RUNS is a number"))
         .unwrap_or(25);
-    let binaries = [
-        "lambda-hello",
-        "discovery",
-        "modules",
-        "providers",
-        "mirror",
-        "downloads",
-        "indexer",
-        "web",
-    ];
+    let mut binaries = vec!["lambda-hello"];
+    binaries.extend(tfreg_e2e::lambda::FUNCTIONS);
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
     // A first round to warm the page cache, not counted.
-    for binary in binaries {
+    for binary in &binaries {
         cold_start(binary);
     }
     for run in 0..runs {
