@@ -448,15 +448,11 @@ fn print_banner(b: &Banner<'_>) {
 /// or else from the URL secret kept in the data directory.
 fn web(state: AppState, settings: &WebSettings, signer: &UrlSigner) -> AppState {
     let key = match &settings.session_secret {
-        Some(secret) => {
-            UrlSigner::new(secret.0.clone(), signer.ttl()).derive_key(SessionKey::LABEL)
-        }
-        None => signer.derive_key(SessionKey::LABEL),
+        Some(secret) => SessionKey::from_secret(&secret.0),
+        None => SessionKey::from_signer(signer),
     };
-    state
-        .with_sessions(SessionKey::new(key))
-        .with_web_options(WebOptions {
-            remote_images: settings.remote_images,
-            session_lifetime: settings.session_lifetime,
-        })
+    state.with_sessions(key).with_web_options(WebOptions {
+        remote_images: settings.remote_images,
+        session_lifetime: settings.session_lifetime,
+    })
 }

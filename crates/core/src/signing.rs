@@ -77,6 +77,15 @@ impl std::fmt::Debug for UrlSigner {
     }
 }
 
+/// A key for a purpose (`label`), derived from `secret`: what holds the one cannot forge
+/// the other, and no second secret has to be kept.
+pub fn derive_key(secret: &[u8], label: &str) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC accepts keys of any length");
+    mac.update(b"tfreg-derived-key-v1\n");
+    mac.update(label.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
 impl UrlSigner {
     pub fn new(secret: Vec<u8>, ttl: Duration) -> Self {
         Self { secret, ttl }
@@ -93,14 +102,9 @@ impl UrlSigner {
         self.ttl
     }
 
-    /// A key for another purpose (`label`), derived from the secret: what holds the one
-    /// cannot forge the other, and no second secret has to be kept.
+    /// A key for another purpose (`label`), derived from the secret (see [`derive_key`]).
     pub fn derive_key(&self, label: &str) -> [u8; 32] {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC accepts keys of any length");
-        mac.update(b"tfreg-derived-key-v1\n");
-        mac.update(label.as_bytes());
-        mac.finalize().into_bytes().into()
+        derive_key(&self.secret, label)
     }
 
     fn mac(&self, key: &str, revision: Option<&str>, expires: u64) -> Hmac<Sha256> {

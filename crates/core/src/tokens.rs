@@ -183,6 +183,17 @@ pub async fn authenticate(
     authorization: Option<&str>,
     now: SystemTime,
 ) -> Result<Result<Access, AuthError>, StoreError> {
+    Ok(authenticate_record(store, authorization, now)
+        .await?
+        .map(|record| record.access()))
+}
+
+/// As [`authenticate`], returning the token's record (for who signs in with it).
+pub async fn authenticate_record(
+    store: &dyn TokenStore,
+    authorization: Option<&str>,
+    now: SystemTime,
+) -> Result<Result<TokenRecord, AuthError>, StoreError> {
     let Some(header) = authorization else {
         return Ok(Err(AuthError::Missing));
     };
@@ -213,7 +224,7 @@ pub async fn authenticate(
     if let Err(e) = store.record_use(id, now).await {
         tracing::warn!(token_id = id, error = %e, "could not record a token's use");
     }
-    Ok(Ok(record.access()))
+    Ok(Ok(record))
 }
 
 #[cfg(test)]

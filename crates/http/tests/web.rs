@@ -59,7 +59,7 @@ async fn given(modules: &[String], private: bool, sessions: bool) -> Given {
         private.then(|| tokens.clone() as Arc<dyn TokenStore>),
     );
     if sessions {
-        state = state.with_sessions(SessionKey::new(signer.derive_key(SessionKey::LABEL)));
+        state = state.with_sessions(SessionKey::from_signer(&signer));
     }
     Given {
         app: router(state),

@@ -151,10 +151,10 @@ pub async fn run_web() -> Result<(), Error> {
 /// The web pages' state over some stores.
 pub fn web_state(config: &Config, stores: Stores) -> tfreg_http::web::WebState {
     let api = api_state(config, stores);
-    let sessions = config.session_secret.as_ref().map(|secret| {
-        let signer = tfreg_core::signing::UrlSigner::new(secret.clone(), config.url_ttl);
-        tfreg_http::web::SessionKey::new(signer.derive_key(tfreg_http::web::SessionKey::LABEL))
-    });
+    let sessions = config
+        .session_secret
+        .as_deref()
+        .map(tfreg_http::web::SessionKey::from_secret);
     tfreg_http::web::WebState {
         registry: api.registry,
         tokens: api.tokens,

@@ -137,10 +137,7 @@ async fn viewer(State(state): State<WebState>, mut request: Request, next: Next)
             Err(e) => return pages::store_failure(e),
         }
     } else {
-        let cookie = headers
-            .get(header::COOKIE)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| session::cookie(h, session::SESSION_COOKIE));
+        let cookie = session::request_cookie(headers, session::SESSION_COOKIE);
         match (cookie, &state.sessions) {
             (Some(cookie), Some(key)) => match key.verify(tokens.as_ref(), cookie, now).await {
                 Ok(session) => session.map(|session| Viewer {

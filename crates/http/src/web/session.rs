@@ -49,12 +49,21 @@ pub struct Session {
 }
 
 impl SessionKey {
-    /// The key derived (by `derive`, e.g. [`tfreg_core::signing::UrlSigner::derive_key`])
-    /// for the label `"web-session"`.
+    /// The label sessions' keys are derived for ([`tfreg_core::signing::derive_key`]).
     pub const LABEL: &'static str = "web-session";
 
     pub fn new(key: [u8; 32]) -> Self {
         Self(key)
+    }
+
+    /// The session key derived from a secret (`TFREG_SESSION_SECRET`).
+    pub fn from_secret(secret: &[u8]) -> Self {
+        Self(tfreg_core::signing::derive_key(secret, Self::LABEL))
+    }
+
+    /// The session key derived from the secret of the registry's download URLs.
+    pub fn from_signer(signer: &tfreg_core::signing::UrlSigner) -> Self {
+        Self(signer.derive_key(Self::LABEL))
     }
 
     fn mac(&self, purpose: &[u8], parts: &[&str]) -> Hmac<Sha256> {
@@ -154,6 +163,28 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 /// A `Set-Cookie` value with the attributes every cookie of the pages has.
 pub fn set_cookie(name: &str, value: &str, max_age: u64) -> String {
     format!("{name}={value}; Max-Age={max_age}; Path=/; Secure; HttpOnly; SameSite=Strict")
+}
+
+/// Sets cookie `name` on `response` (see [`set_cookie`]; `max_age` 0 removes it).
+pub fn append_cookie(
+    response: &mut axum::response::Response,
+    name: &str,
+    value: &str,
+    max_age: u64,
+) {
+    if let Ok(value) = set_cookie(name, value, max_age).parse() {
+        response
+            .headers_mut()
+            .append(axum::http::header::SET_COOKIE, value);
+    }
+}
+
+/// The value of cookie `name` that a request sent.
+pub fn request_cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(axum::http::header::COOKIE)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| cookie(h, name))
 }
 
 /// The value of cookie `name` in a `Cookie` header.

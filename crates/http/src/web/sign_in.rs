@@ -4,12 +4,12 @@ use std::time::SystemTime;
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use maud::html;
 use serde::Deserialize;
-use tfreg_core::tokens::{authenticate, AuthError};
+use tfreg_core::tokens::{authenticate_record, AuthError};
 
 use super::session::{self, SessionKey, CSRF_COOKIE, SESSION_COOKIE};
 use super::{html, layout, pages, Viewer, WebState};
@@ -112,10 +112,7 @@ fn form_page(status: StatusCode, next: &str, error: Option<&str>, sessions: bool
         }
     };
     let mut response = html(status, layout::page("Sign in", None, body));
-    let cookie = session::set_cookie(CSRF_COOKIE, &csrf, 3600);
-    if let Ok(value) = cookie.parse() {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
+    session::append_cookie(&mut response, CSRF_COOKIE, &csrf, 3600);
     response
 }
 
@@ -133,11 +130,7 @@ pub async fn form(
         return form_page(StatusCode::OK, &next, None, false);
     };
     // Signed in already: on to where they were going.
-    let cookie = headers
-        .get(header::COOKIE)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| session::cookie(h, SESSION_COOKIE));
-    if let Some(cookie) = cookie {
+    if let Some(cookie) = session::request_cookie(&headers, SESSION_COOKIE) {
         if let Ok(Some(_)) = key.verify(tokens.as_ref(), cookie, SystemTime::now()).await {
             return Redirect::to(&next).into_response();
         }
@@ -163,11 +156,7 @@ pub async fn sign_in(
         );
     };
     let next = local_path(Some(&form.next));
-    let expected = headers
-        .get(header::COOKIE)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| session::cookie(h, CSRF_COOKIE))
-        .unwrap_or("");
+    let expected = session::request_cookie(&headers, CSRF_COOKIE).unwrap_or("");
     if !same_site(&headers) || !session::same_secret(expected, &form.csrf) {
         tracing::warn!(
             origin = headers.get("origin").and_then(|v| v.to_str().ok()),
@@ -184,12 +173,8 @@ pub async fn sign_in(
     }
     let now = SystemTime::now();
     let bearer = format!("Bearer {}", form.token.trim());
-    let record = match authenticate(tokens.as_ref(), Some(&bearer), now).await {
-        Ok(Ok(_)) => match token_record(tokens.as_ref(), form.token.trim()).await {
-            Ok(Some(record)) => record,
-            Ok(None) => return refused(&next, AuthError::Invalid),
-            Err(e) => return pages::store_failure(e),
-        },
+    let record = match authenticate_record(tokens.as_ref(), Some(&bearer), now).await {
+        Ok(Ok(record)) => record,
         Ok(Err(error)) => return refused(&next, error),
         Err(e) => return pages::store_failure(e),
     };
@@ -198,27 +183,9 @@ pub async fn sign_in(
     let max_age = expires.saturating_sub(tfreg_core::tokens::unix(now));
     tracing::info!(token_id = record.id, "signed in to the web pages");
     let mut response = Redirect::to(&next).into_response();
-    for cookie in [
-        session::set_cookie(SESSION_COOKIE, &value, max_age),
-        session::set_cookie(CSRF_COOKIE, "", 0),
-    ] {
-        if let Ok(value) = cookie.parse() {
-            response.headers_mut().append(header::SET_COOKIE, value);
-        }
-    }
+    session::append_cookie(&mut response, SESSION_COOKIE, &value, max_age);
+    session::append_cookie(&mut response, CSRF_COOKIE, "", 0);
     response
-}
-
-/// The record of a token that just authenticated (its id is the part after `tfreg_`).
-async fn token_record(
-    tokens: &dyn tfreg_core::tokens::TokenStore,
-    token: &str,
-) -> Result<Option<tfreg_core::tokens::TokenRecord>, tfreg_core::StoreError> {
-    let id = token
-        .strip_prefix("tfreg_")
-        .and_then(|rest| rest.split('_').next())
-        .unwrap_or("");
-    tokens.get(id).await
 }
 
 fn refused(next: &str, error: AuthError) -> Response {
@@ -252,9 +219,7 @@ pub async fn sign_out(
         );
     }
     let mut response = Redirect::to("/sign-in").into_response();
-    if let Ok(value) = session::set_cookie(SESSION_COOKIE, "", 0).parse() {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
+    session::append_cookie(&mut response, SESSION_COOKIE, "", 0);
     response
 }
 
