@@ -25,6 +25,7 @@ pub mod registry;
 pub mod release;
 pub mod signing;
 pub mod store;
+pub mod token_cache;
 pub mod tokens;
 pub mod version;
 

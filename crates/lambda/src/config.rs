@@ -9,9 +9,10 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use tfreg_aws::settings::{
     BucketSetting, DownloadMode, DownloadSettings, HostnameSetting, PublicSetting, TableSetting,
-    WebSettings,
+    TokenCacheSetting, WebSettings,
 };
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::token_cache::TokenCacheSettings;
 use tfreg_core::Hostname;
 
 /// A setting that is missing or wrong, by its environment variable.
@@ -82,6 +83,8 @@ struct ApiSettings {
     hostname: HostnameSetting,
     #[command(flatten)]
     downloads: DownloadSettings,
+    #[command(flatten)]
+    tokens: TokenCacheSetting,
 }
 
 /// The settings of the downloads function (redirect mode): the bucket and the URLs.
@@ -117,6 +120,8 @@ struct WebFunctionSettings {
     hostname: HostnameSetting,
     #[command(flatten)]
     web: WebSettings,
+    #[command(flatten)]
+    tokens: TokenCacheSetting,
 }
 
 /// The discovery function has no settings.
@@ -145,6 +150,8 @@ pub struct Config {
     pub web: tfreg_http::web::WebOptions,
     /// `TFREG_SESSION_SECRET`: signs the web pages' sessions.
     pub session_secret: Option<Vec<u8>>,
+    /// `TFREG_TOKEN_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens are kept in memory.
+    pub token_cache: TokenCacheSettings,
 }
 
 impl std::fmt::Debug for Config {
@@ -158,6 +165,7 @@ impl std::fmt::Debug for Config {
             .field("hostname", &self.hostname)
             .field("downloads", &self.downloads)
             .field("web", &self.web)
+            .field("token_cache", &self.token_cache)
             .finish_non_exhaustive()
     }
 }
@@ -174,6 +182,7 @@ impl Default for Config {
             redirect_secret: None,
             web: tfreg_http::web::WebOptions::DEFAULT,
             session_secret: None,
+            token_cache: TokenCacheSettings::DEFAULT,
         }
     }
 }
@@ -282,6 +291,7 @@ impl Config {
                     hostname: s.hostname.get(),
                     downloads: s.downloads.mode,
                     redirect_secret: redirect_secret(&s.downloads)?,
+                    token_cache: s.tokens.get(),
                     ..Config::default()
                 })
             }
@@ -324,6 +334,7 @@ impl Config {
                         session_lifetime: s.web.session_lifetime,
                     },
                     session_secret,
+                    token_cache: s.tokens.get(),
                     ..Config::default()
                 })
             }

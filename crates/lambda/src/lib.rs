@@ -11,6 +11,7 @@ use std::sync::Arc;
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::protocol::Discovery;
+use tfreg_core::token_cache::CachedTokens;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
 use tfreg_http::{ApiState, AppState, DownloadsState};
@@ -47,7 +48,10 @@ impl Stores {
                 config.url_ttl,
                 config.redirect_signer(),
             )),
-            tokens: Arc::new(aws.tokens(&config.table)),
+            tokens: Arc::new(CachedTokens::new(
+                Arc::new(aws.tokens(&config.table)),
+                config.token_cache,
+            )),
         }
     }
 }
