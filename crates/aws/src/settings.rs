@@ -121,49 +121,50 @@ impl Default for WebSettings {
     }
 }
 
-/// The longest a function may keep a token's record: the longest delay before a
-/// revocation takes effect.
-pub const TOKEN_CACHE_MAX: Duration = Duration::from_secs(300);
+/// The longest a function may keep a token's record or a namespace's signing keys: the
+/// longest delay before a revocation takes effect.
+pub const CACHE_TTL_MAX: Duration = Duration::from_secs(300);
 
-/// How the functions that check tokens keep them (the local server reads its token file's
-/// records in place and needs no such cache).
+/// How long the functions that read the registry keep tokens and signing keys in memory
+/// (the local server reads its token file and index in place and needs no such cache).
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
-pub struct TokenCacheSetting {
-    /// How long a function keeps a token's record before reading it again (0s to 5m): a
-    /// revoked token is refused by every function at most this long after its revocation.
-    #[arg(long, env = "TFREG_TOKEN_CACHE_TTL", default_value = "60s", value_parser = token_cache_ttl)]
-    pub token_cache_ttl: Duration,
+pub struct CacheSetting {
+    /// How long a function keeps a token's record, or a namespace's signing keys, before
+    /// reading them again (0s to 5m): a revoked token is refused, and a removed key stops
+    /// vouching for its releases, in every function at most this long afterwards.
+    #[arg(long, env = "TFREG_CACHE_TTL", default_value = "60s", value_parser = cache_ttl)]
+    pub cache_ttl: Duration,
     /// How often a token's "last used" time is written at most, per function instance (1m
     /// to 24h).
     #[arg(long, env = "TFREG_LAST_USED_INTERVAL", default_value = "1h", value_parser = last_used_interval)]
     pub last_used_interval: Duration,
 }
 
-impl Default for TokenCacheSetting {
+impl Default for CacheSetting {
     fn default() -> Self {
-        let d = tfreg_core::token_cache::TokenCacheSettings::DEFAULT;
+        let d = tfreg_core::token_cache::CacheSettings::DEFAULT;
         Self {
-            token_cache_ttl: d.ttl,
+            cache_ttl: d.ttl,
             last_used_interval: d.last_used_interval,
         }
     }
 }
 
-impl TokenCacheSetting {
-    pub fn get(&self) -> tfreg_core::token_cache::TokenCacheSettings {
-        tfreg_core::token_cache::TokenCacheSettings {
-            ttl: self.token_cache_ttl,
+impl CacheSetting {
+    pub fn get(&self) -> tfreg_core::token_cache::CacheSettings {
+        tfreg_core::token_cache::CacheSettings {
+            ttl: self.cache_ttl,
             last_used_interval: self.last_used_interval,
         }
     }
 }
 
-/// Parses a token cache time to live, at most [`TOKEN_CACHE_MAX`].
-pub fn token_cache_ttl(value: &str) -> Result<Duration, String> {
+/// Parses a cache time to live, at most [`CACHE_TTL_MAX`].
+pub fn cache_ttl(value: &str) -> Result<Duration, String> {
     let ttl = humantime::parse_duration(value.trim())
         .map_err(|e| format!("is not a duration like 60s ({e})"))?;
-    if ttl > TOKEN_CACHE_MAX {
-        return Err("must be at most 5m (it is how long a revoked token still works)".into());
+    if ttl > CACHE_TTL_MAX {
+        return Err("must be at most 5m (it is how long a revoked token or a removed key still works)".into());
     }
     Ok(ttl)
 }
@@ -279,7 +280,7 @@ mod tests {
         #[command(flatten)]
         hostname: HostnameSetting,
         #[command(flatten)]
-        tokens: TokenCacheSetting,
+        tokens: CacheSetting,
     }
 
     fn parse(args: &[&str]) -> Result<All, String> {
@@ -316,12 +317,12 @@ mod tests {
             "registry.example.com"
         );
         assert!(format!("{:?}", Secret(b"x".to_vec())).contains(".."));
-        assert_eq!(parse(&[]).unwrap().tokens, TokenCacheSetting::default());
+        assert_eq!(parse(&[]).unwrap().tokens, CacheSetting::default());
         assert_eq!(
-            parse(&["--token-cache-ttl", "0s"]).unwrap().tokens.token_cache_ttl,
+            parse(&["--cache-ttl", "0s"]).unwrap().tokens.cache_ttl,
             Duration::ZERO
         );
-        assert!(parse(&["--token-cache-ttl", "10m"])
+        assert!(parse(&["--cache-ttl", "10m"])
             .unwrap_err()
             .contains("at most 5m"));
         assert!(parse(&["--last-used-interval", "1s"])

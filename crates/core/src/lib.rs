@@ -14,6 +14,7 @@
 pub mod gpg;
 pub mod hash;
 pub mod index;
+pub mod key_cache;
 pub mod layout;
 pub mod memory;
 pub mod module_archive;

@@ -3,7 +3,7 @@
 //! interval instead of writing on the request path.
 //!
 //! The price is a delay: a token revoked (or changed) in the store is still accepted by a
-//! process that read it less than [`TokenCacheSettings::ttl`] ago. Expiry is exact, as the
+//! process that read it less than [`CacheSettings::ttl`] ago. Expiry is exact, as the
 //! cached record carries its expiry time. Tokens the store does not know are never cached,
 //! so a token works as soon as it is created.
 
@@ -18,7 +18,7 @@ use crate::tokens::{TokenRecord, TokenStore};
 
 /// How long records are kept and how often uses are recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenCacheSettings {
+pub struct CacheSettings {
     /// How long a token's record is used without reading it again: the longest a revoked
     /// token is still accepted. Zero reads the store on every request.
     pub ttl: Duration,
@@ -26,9 +26,9 @@ pub struct TokenCacheSettings {
     pub last_used_interval: Duration,
 }
 
-impl TokenCacheSettings {
+impl CacheSettings {
     /// One minute of revocation delay; "last used" to the hour.
-    pub const DEFAULT: TokenCacheSettings = TokenCacheSettings {
+    pub const DEFAULT: CacheSettings = CacheSettings {
         ttl: Duration::from_secs(60),
         last_used_interval: Duration::from_secs(3600),
     };
@@ -50,19 +50,19 @@ struct Entry {
 /// A [`TokenStore`] in front of another, keeping what it read for a while.
 pub struct CachedTokens {
     inner: Arc<dyn TokenStore>,
-    settings: TokenCacheSettings,
+    settings: CacheSettings,
     clock: Clock,
     entries: Mutex<HashMap<String, Entry>>,
 }
 
 impl CachedTokens {
-    pub fn new(inner: Arc<dyn TokenStore>, settings: TokenCacheSettings) -> Self {
+    pub fn new(inner: Arc<dyn TokenStore>, settings: CacheSettings) -> Self {
         Self::with_clock(inner, settings, Arc::new(Instant::now))
     }
 
     pub fn with_clock(
         inner: Arc<dyn TokenStore>,
-        settings: TokenCacheSettings,
+        settings: CacheSettings,
         clock: Clock,
     ) -> Self {
         Self {
@@ -215,7 +215,7 @@ mod tests {
         let clock: Clock =
             Arc::new(move || base + Duration::from_secs(clock_seconds.load(Ordering::SeqCst)));
         let inner: Arc<dyn TokenStore> = store.clone();
-        let cache = CachedTokens::with_clock(inner, TokenCacheSettings::DEFAULT, clock);
+        let cache = CachedTokens::with_clock(inner, CacheSettings::DEFAULT, clock);
         Fixture {
             store,
             cache,
@@ -295,9 +295,9 @@ mod tests {
     async fn a_zero_ttl_reads_the_store_every_time() {
         let store = Arc::new(Counting::default());
         let inner: Arc<dyn TokenStore> = store.clone();
-        let settings = TokenCacheSettings {
+        let settings = CacheSettings {
             ttl: Duration::ZERO,
-            ..TokenCacheSettings::DEFAULT
+            ..CacheSettings::DEFAULT
         };
         let cache = CachedTokens::new(inner, settings);
         let now = SystemTime::now();

@@ -9,10 +9,10 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use tfreg_aws::settings::{
     BucketSetting, DownloadMode, DownloadSettings, HostnameSetting, PublicSetting, TableSetting,
-    TokenCacheSetting, WebSettings,
+    CacheSetting, WebSettings,
 };
 use tfreg_core::signing::UrlSigner;
-use tfreg_core::token_cache::TokenCacheSettings;
+use tfreg_core::token_cache::CacheSettings;
 use tfreg_core::Hostname;
 
 /// A setting that is missing or wrong, by its environment variable.
@@ -84,7 +84,7 @@ struct ApiSettings {
     #[command(flatten)]
     downloads: DownloadSettings,
     #[command(flatten)]
-    tokens: TokenCacheSetting,
+    cache: CacheSetting,
 }
 
 /// The settings of the downloads function (redirect mode): the bucket and the URLs.
@@ -121,7 +121,7 @@ struct WebFunctionSettings {
     #[command(flatten)]
     web: WebSettings,
     #[command(flatten)]
-    tokens: TokenCacheSetting,
+    cache: CacheSetting,
 }
 
 /// The discovery function has no settings.
@@ -150,8 +150,8 @@ pub struct Config {
     pub web: tfreg_http::web::WebOptions,
     /// `TFREG_SESSION_SECRET`: signs the web pages' sessions.
     pub session_secret: Option<Vec<u8>>,
-    /// `TFREG_TOKEN_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens are kept in memory.
-    pub token_cache: TokenCacheSettings,
+    /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens and keys are kept in memory.
+    pub cache: CacheSettings,
 }
 
 impl std::fmt::Debug for Config {
@@ -165,7 +165,7 @@ impl std::fmt::Debug for Config {
             .field("hostname", &self.hostname)
             .field("downloads", &self.downloads)
             .field("web", &self.web)
-            .field("token_cache", &self.token_cache)
+            .field("cache", &self.cache)
             .finish_non_exhaustive()
     }
 }
@@ -182,7 +182,7 @@ impl Default for Config {
             redirect_secret: None,
             web: tfreg_http::web::WebOptions::DEFAULT,
             session_secret: None,
-            token_cache: TokenCacheSettings::DEFAULT,
+            cache: CacheSettings::DEFAULT,
         }
     }
 }
@@ -291,7 +291,7 @@ impl Config {
                     hostname: s.hostname.get(),
                     downloads: s.downloads.mode,
                     redirect_secret: redirect_secret(&s.downloads)?,
-                    token_cache: s.tokens.get(),
+                    cache: s.cache.get(),
                     ..Config::default()
                 })
             }
@@ -334,7 +334,7 @@ impl Config {
                         session_lifetime: s.web.session_lifetime,
                     },
                     session_secret,
-                    token_cache: s.tokens.get(),
+                    cache: s.cache.get(),
                     ..Config::default()
                 })
             }

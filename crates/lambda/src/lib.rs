@@ -11,6 +11,7 @@ use std::sync::Arc;
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::protocol::Discovery;
+use tfreg_core::key_cache::CachedKeys;
 use tfreg_core::token_cache::CachedTokens;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
@@ -42,7 +43,14 @@ impl Stores {
     async fn connect_with(config: &Config, indexing: bool) -> Stores {
         let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
         Stores {
-            metadata: Arc::new(aws.metadata(&config.table, indexing)),
+            metadata: match indexing {
+                // The indexer reads every key afresh: it is what judges them.
+                true => Arc::new(aws.metadata(&config.table, true)),
+                false => Arc::new(CachedKeys::new(
+                    Arc::new(aws.metadata(&config.table, false)),
+                    config.cache.ttl,
+                )),
+            },
             artifacts: Arc::new(aws.artifacts(
                 &config.bucket,
                 config.url_ttl,
@@ -50,7 +58,7 @@ impl Stores {
             )),
             tokens: Arc::new(CachedTokens::new(
                 Arc::new(aws.tokens(&config.table)),
-                config.token_cache,
+                config.cache,
             )),
         }
     }
