@@ -13,6 +13,7 @@ mod provider_checks;
 mod providers;
 mod publish;
 mod read_api;
+mod request_cost;
 mod serve;
 mod stack;
 mod web;

@@ -16,7 +16,7 @@ fn install_through_the_stack(download_mode: &str) {
     let stack = Stack::start(&StackOptions {
         download_mode: download_mode.into(),
         domain: Some(HOST.into()),
-        public: false,
+        ..StackOptions::default()
     });
     // a module (its version has a `+`, which S3 events URL-encode), a signed provider
     // release for two platforms, and its key, uploaded to the bucket,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 pub mod bench;
 pub mod browser;
+pub mod counting;
 pub mod lambda;
 pub mod raw;
 pub mod stack;

@@ -22,6 +22,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use base64::Engine;
 
+use crate::counting::{Call, CountingProxy};
 use crate::lambda::{function_bin, Answer, RuntimeApi};
 use crate::{test_certificate, venv_tool, workspace_root, Moto, TempDir};
 
@@ -33,6 +34,12 @@ pub struct StackOptions {
     /// The stack's custom domain (`DomainName`), if any.
     pub domain: Option<String>,
     pub public: bool,
+    /// The `CacheTtl` parameter, when not the template's default.
+    pub cache_ttl: Option<String>,
+    /// Sends the functions' DynamoDB and S3 calls through a [`CountingProxy`] to moto
+    /// ([`Stack::calls`]). Download URLs then point at the proxy (plain HTTP), which
+    /// Terraform would refuse: for tests of the API alone.
+    pub count_calls: bool,
 }
 
 impl Default for StackOptions {
@@ -41,6 +48,8 @@ impl Default for StackOptions {
             download_mode: "presigned".into(),
             domain: None,
             public: false,
+            cache_ttl: None,
+            count_calls: false,
         }
     }
 }
@@ -79,6 +88,7 @@ pub struct Stack {
     functions: Vec<Function>,
     runtime: tokio::runtime::Runtime,
     stop: Option<tokio::sync::watch::Sender<bool>>,
+    counting: Option<CountingProxy>,
     _moto: Moto,
     dir: TempDir,
 }
@@ -94,6 +104,9 @@ fn environments(options: &StackOptions) -> BTreeMap<String, BTreeMap<String, Str
             &format!("DownloadMode={}", options.download_mode),
         ])
         .args(["--param", &format!("Public={}", options.public)]);
+    if let Some(ttl) = &options.cache_ttl {
+        command.args(["--param", &format!("CacheTtl={ttl}")]);
+    }
     if let Some(domain) = &options.domain {
         command
             .args(["--param", &format!("DomainName={domain}")])
@@ -132,10 +145,18 @@ impl Stack {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let s3 = runtime.block_on(provision(&moto, &cert, &bucket, &table));
 
+        let counting = options
+            .count_calls
+            .then(|| CountingProxy::start(&moto.endpoint, &cert));
+        let mut function_env = env.clone();
+        if let Some(proxy) = &counting {
+            function_env.push(("AWS_ENDPOINT_URL_DYNAMODB", proxy.url.clone()));
+            function_env.push(("AWS_ENDPOINT_URL_S3", proxy.url.clone()));
+        }
         let functions = environments
             .iter()
             .map(|(logical_id, environment)| {
-                start_function(logical_id, environment, &env, dir.path())
+                start_function(logical_id, environment, &function_env, dir.path())
             })
             .collect::<Vec<_>>();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -176,6 +197,7 @@ impl Stack {
             functions,
             runtime,
             stop: Some(stop),
+            counting,
             _moto: moto,
             dir,
         }
@@ -279,6 +301,15 @@ impl Stack {
             .filter(|v| v.is_latest() == Some(true))
             .filter_map(|v| Some((v.key()?.to_owned(), v.version_id()?.to_owned())))
             .collect()
+    }
+
+    /// The DynamoDB and S3 calls the functions made since the last call of this, as the
+    /// emulator received them (a stack started with [`StackOptions::count_calls`]).
+    pub fn calls(&self) -> Vec<Call> {
+        self.counting
+            .as_ref()
+            .expect("a stack started with count_calls")
+            .take()
     }
 
     /// What a function logged so far.
