@@ -70,7 +70,7 @@ stack: venv
 ## Benchmarks, written to BENCHMARKS.md (tests/src/bin/tfreg-bench.rs): the API against nginx,
 ## pages, scale, restarts, hashing, cold starts; then token checks per second. Installs wrk and
 ## nginx from Debian when it can. ARGS=--quick for short runs.
-bench: bench-tools
+bench: bench-tools venv
 	$(CARGO) build --locked --release --workspace --bins
 	$(CARGO_TARGET_DIR)/release/tfreg-bench $(ARGS)
 	$(CARGO) bench --locked -p tfreg-local --bench tokens

@@ -4,94 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use tfreg_e2e::counting::Call;
-use tfreg_e2e::stack::{Stack, StackOptions};
-use tfreg_e2e::{provider_release, tar_gz, tfreg_with_env, Gpg};
-
-const HOST: &str = "registry.example.test";
-
-/// The API requests Terraform makes, by name.
-const REQUESTS: [(&str, &str); 7] = [
-    ("discovery", "/.well-known/terraform.json"),
-    ("module versions", "/v1/modules/acme/network/aws/versions"),
-    ("module download", "/v1/modules/acme/network/aws/1.1.0/download"),
-    ("provider versions", "/v1/providers/acme/widget/versions"),
-    (
-        "provider download",
-        "/v1/providers/acme/widget/1.2.0/download/linux/amd64",
-    ),
-    (
-        "mirror index",
-        "/v1/mirror/registry.example.test/acme/widget/index.json",
-    ),
-    (
-        "mirror version",
-        "/v1/mirror/registry.example.test/acme/widget/1.2.0.json",
-    ),
-];
-
-/// A stack with two module versions, a signed provider release for two platforms, and a
-/// token; the calls made to set it up are forgotten.
-fn published(options: StackOptions) -> (Stack, String) {
-    let stack = Stack::start(&StackOptions {
-        domain: Some(HOST.into()),
-        count_calls: true,
-        ..options
-    });
-    let mut keys = Vec::new();
-    for version in ["1.0.0", "1.1.0"] {
-        let key = format!("modules/acme/network/aws/{version}.tar.gz");
-        stack.upload(&key, &tar_gz(&[("main.tf", "variable \"x\" {}\n")]));
-        keys.push(key);
-    }
-    let gpg = Gpg::new();
-    gpg.generate("release@example.test", "rsa2048", "never", None);
-    let dir = "providers/acme/widget/1.2.0";
-    let files = provider_release("widget", "1.2.0", &["linux_amd64", "darwin_arm64"]);
-    for (name, content) in &files {
-        stack.upload(&format!("{dir}/{name}"), content);
-        keys.push(format!("{dir}/{name}"));
-    }
-    let (sums_name, sums) = files.last().unwrap();
-    let sig = format!("{dir}/{sums_name}.sig");
-    stack.upload(&sig, &gpg.sign("release@example.test", sums, None));
-    stack.upload("keys/acme/release.asc", &gpg.export("release@example.test"));
-    keys.push(sig);
-    keys.push("keys/acme/release.asc".into());
-    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    stack.deliver(&keys);
-    let token = tfreg_with_env(&["token", "create", "--table", &stack.table], &stack.env)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
-    stack.calls();
-    (stack, token)
-}
-
-fn client(stack: &Stack) -> reqwest::blocking::Client {
-    let pem = std::fs::read(&stack.cert).unwrap();
-    reqwest::blocking::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// Makes one request and returns its status and the calls it caused.
-fn cost(stack: &Stack, token: Option<&str>, path: &str) -> (u16, Vec<Call>) {
-    let mut request = client(stack).get(format!("{}{path}", stack.url));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let status = request.send().unwrap().status().as_u16();
-    (status, stack.calls())
-}
+use tfreg_e2e::counting::{cost, published, Call, REQUESTS};
+use tfreg_e2e::stack::StackOptions;
+use tfreg_e2e::tfreg_with_env;
 
 fn summary(calls: &[Call]) -> String {
     calls
         .iter()
-        .map(|c| format!("{} {} ({} bytes)", c.service, c.action, c.response_bytes))
+        .map(Call::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -103,7 +23,11 @@ fn a_request_with_a_known_token_makes_at_most_one_table_read_and_no_write() {
         // The first request to a function reads the token (and, for providers, the keys),
         // and records the token's use: one write at most.
         let (status, first) = cost(&stack, Some(&token), path);
-        assert!(matches!(status, 200 | 204), "{name}: {status}\n{}", stack.logs());
+        assert!(
+            matches!(status, 200 | 204),
+            "{name}: {status}\n{}",
+            stack.logs()
+        );
         let writes = first.iter().filter(|c| c.writes()).count();
         assert!(writes <= 1, "{name} (cold): {}", summary(&first));
         // Every later one, within the cache's time to live, reads one partition at most
@@ -144,7 +68,10 @@ fn a_revoked_token_is_refused_within_the_cache_ttl() {
     let path = REQUESTS[1].1;
     assert_eq!(cost(&stack, Some(&token), path).0, 200);
     let id = token.split('_').nth(1).unwrap();
-    tfreg_with_env(&["token", "revoke", "--table", &stack.table, id], &stack.env);
+    tfreg_with_env(
+        &["token", "revoke", "--table", &stack.table, id],
+        &stack.env,
+    );
     let revoked = Instant::now();
     let refused_after = loop {
         if cost(&stack, Some(&token), path).0 == 401 {
@@ -159,5 +86,8 @@ fn a_revoked_token_is_refused_within_the_cache_ttl() {
     };
     // Refused from the moment the function's copy is older than the time to live (plus
     // this loop's own pace); the token's record is read again, not kept for good.
-    assert!(refused_after <= ttl + Duration::from_secs(3), "{refused_after:?}");
+    assert!(
+        refused_after <= ttl + Duration::from_secs(3),
+        "{refused_after:?}"
+    );
 }

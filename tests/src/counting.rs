@@ -12,6 +12,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
 
+use crate::stack::{Stack, StackOptions};
+use crate::{provider_release, tar_gz, tfreg_with_env, Gpg};
+
 /// One call that reached the emulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
@@ -30,14 +33,20 @@ impl Call {
         match self.service {
             "dynamodb" => matches!(
                 self.action.as_str(),
-                "PutItem"
-                    | "UpdateItem"
-                    | "DeleteItem"
-                    | "BatchWriteItem"
-                    | "TransactWriteItems"
+                "PutItem" | "UpdateItem" | "DeleteItem" | "BatchWriteItem" | "TransactWriteItems"
             ),
             _ => !(self.action.starts_with("GET ") || self.action.starts_with("HEAD ")),
         }
+    }
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({} bytes)",
+            self.service, self.action, self.response_bytes
+        )
     }
 }
 
@@ -152,4 +161,87 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
         }
     }
     response.body(Body::from(bytes)).unwrap()
+}
+
+pub const HOST: &str = "registry.example.test";
+
+/// The API requests Terraform makes, by name, against [`published`]'s registry.
+pub const REQUESTS: [(&str, &str); 7] = [
+    ("discovery", "/.well-known/terraform.json"),
+    ("module versions", "/v1/modules/acme/network/aws/versions"),
+    (
+        "module download",
+        "/v1/modules/acme/network/aws/1.1.0/download",
+    ),
+    ("provider versions", "/v1/providers/acme/widget/versions"),
+    (
+        "provider download",
+        "/v1/providers/acme/widget/1.2.0/download/linux/amd64",
+    ),
+    (
+        "mirror index",
+        "/v1/mirror/registry.example.test/acme/widget/index.json",
+    ),
+    (
+        "mirror version",
+        "/v1/mirror/registry.example.test/acme/widget/1.2.0.json",
+    ),
+];
+
+/// A stack (with `options`, its calls counted) with two module versions, a signed provider release for two platforms, and a
+/// token; the calls made to set it up are forgotten.
+pub fn published(options: StackOptions) -> (Stack, String) {
+    let stack = Stack::start(&StackOptions {
+        domain: Some(HOST.into()),
+        count_calls: true,
+        ..options
+    });
+    let mut keys = Vec::new();
+    for version in ["1.0.0", "1.1.0"] {
+        let key = format!("modules/acme/network/aws/{version}.tar.gz");
+        stack.upload(&key, &tar_gz(&[("main.tf", "variable \"x\" {}\n")]));
+        keys.push(key);
+    }
+    let gpg = Gpg::new();
+    gpg.generate("release@example.test", "rsa2048", "never", None);
+    let dir = "providers/acme/widget/1.2.0";
+    let files = provider_release("widget", "1.2.0", &["linux_amd64", "darwin_arm64"]);
+    for (name, content) in &files {
+        stack.upload(&format!("{dir}/{name}"), content);
+        keys.push(format!("{dir}/{name}"));
+    }
+    let (sums_name, sums) = files.last().unwrap();
+    let sig = format!("{dir}/{sums_name}.sig");
+    stack.upload(&sig, &gpg.sign("release@example.test", sums, None));
+    stack.upload("keys/acme/release.asc", &gpg.export("release@example.test"));
+    keys.push(sig);
+    keys.push("keys/acme/release.asc".into());
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    stack.deliver(&keys);
+    let token = tfreg_with_env(&["token", "create", "--table", &stack.table], &stack.env)
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    stack.calls();
+    (stack, token)
+}
+
+fn client(stack: &Stack) -> reqwest::blocking::Client {
+    let pem = std::fs::read(&stack.cert).unwrap();
+    reqwest::blocking::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Makes one request and returns its status and the calls it caused.
+pub fn cost(stack: &Stack, token: Option<&str>, path: &str) -> (u16, Vec<Call>) {
+    let mut request = client(stack).get(format!("{}{path}", stack.url));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let status = request.send().unwrap().status().as_u16();
+    (status, stack.calls())
 }

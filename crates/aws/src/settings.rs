@@ -164,7 +164,10 @@ pub fn cache_ttl(value: &str) -> Result<Duration, String> {
     let ttl = humantime::parse_duration(value.trim())
         .map_err(|e| format!("is not a duration like 60s ({e})"))?;
     if ttl > CACHE_TTL_MAX {
-        return Err("must be at most 5m (it is how long a revoked token or a removed key still works)".into());
+        return Err(
+            "must be at most 5m (it is how long a revoked token or a removed key still works)"
+                .into(),
+        );
     }
     Ok(ttl)
 }

@@ -60,11 +60,7 @@ impl CachedTokens {
         Self::with_clock(inner, settings, Arc::new(Instant::now))
     }
 
-    pub fn with_clock(
-        inner: Arc<dyn TokenStore>,
-        settings: CacheSettings,
-        clock: Clock,
-    ) -> Self {
+    pub fn with_clock(inner: Arc<dyn TokenStore>, settings: CacheSettings, clock: Clock) -> Self {
         Self {
             inner,
             settings,
@@ -236,7 +232,11 @@ mod tests {
             let verdict = authenticate(&f.cache, Some(&header), at).await.unwrap();
             assert!(verdict.is_ok());
         }
-        assert_eq!(f.store.gets.load(Ordering::SeqCst), 120, "one read a minute");
+        assert_eq!(
+            f.store.gets.load(Ordering::SeqCst),
+            120,
+            "one read a minute"
+        );
         assert_eq!(f.store.uses.load(Ordering::SeqCst), 2, "one use an hour");
     }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 use tfreg_aws::settings::{
-    BucketSetting, DownloadMode, DownloadSettings, HostnameSetting, PublicSetting, TableSetting,
-    CacheSetting, WebSettings,
+    BucketSetting, CacheSetting, DownloadMode, DownloadSettings, HostnameSetting, PublicSetting,
+    TableSetting, WebSettings,
 };
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::token_cache::CacheSettings;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
-use tfreg_core::protocol::Discovery;
 use tfreg_core::key_cache::CachedKeys;
+use tfreg_core::protocol::Discovery;
 use tfreg_core::token_cache::CachedTokens;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};

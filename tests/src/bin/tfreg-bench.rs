@@ -10,6 +10,9 @@
 //!    the time from start to serving, a restart, and peak memory.
 //! 4. The provider hashing of the indexer against `unzip -p | sha256sum`, and its memory.
 //! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
+//! 6. The deployed stack's DynamoDB and S3 calls per API request, counted at moto.
+//!
+//! `--only=api|scale|hashing|coldstart|cost` runs one part (into the quick report).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -26,6 +29,8 @@ const HOST: &str = "registry.example.test";
 
 struct Bench {
     quick: bool,
+    /// The one part to run (`--only=`), writing the quick report.
+    only: Option<String>,
     report: String,
     /// Targets, as `(what, met, detail)`.
     targets: Vec<(String, bool, String)>,
@@ -33,17 +38,33 @@ struct Bench {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_owned));
     require("wrk", "install it from Debian: sudo apt-get install wrk");
     let mut bench = Bench {
         quick,
+        only,
         report: String::new(),
         targets: Vec::new(),
     };
     let started = Instant::now();
-    bench.api();
-    bench.scale();
-    bench.hashing();
-    bench.cold_start();
+    let parts: [(&str, fn(&mut Bench)); 5] = [
+        ("api", Bench::api),
+        ("scale", Bench::scale),
+        ("hashing", Bench::hashing),
+        ("coldstart", Bench::cold_start),
+        ("cost", Bench::request_cost),
+    ];
+    if let Some(only) = &bench.only {
+        assert!(
+            parts.iter().any(|(name, _)| name == only),
+            "--only= takes one of api, scale, hashing, coldstart, cost"
+        );
+    }
+    for (name, part) in parts {
+        if bench.only.as_deref().is_none_or(|only| only == name) {
+            part(&mut bench);
+        }
+    }
     bench.write(started.elapsed());
 }
 
@@ -595,6 +616,83 @@ impl Bench {
         );
     }
 
+    /// DynamoDB and S3 calls per API request of the deployed stack, counted at moto.
+    fn request_cost(&mut self) {
+        use tfreg_e2e::counting::{cost, published, Call, REQUESTS};
+        use tfreg_e2e::stack::StackOptions;
+        println!("== AWS request cost");
+        fn cell(calls: &[Call]) -> String {
+            if calls.is_empty() {
+                return "none".into();
+            }
+            let bytes: usize = calls.iter().map(|c| c.response_bytes).sum();
+            let actions: Vec<&str> = calls.iter().map(|c| c.action.as_str()).collect();
+            format!("{} ({} B)", actions.join(" + "), bytes)
+        }
+        let shapes = [
+            (
+                "a token, kept (`CacheTtl` 60s, the default)",
+                StackOptions::default(),
+                true,
+            ),
+            (
+                "a token, not kept (`CacheTtl` 0s)",
+                StackOptions {
+                    cache_ttl: Some("0s".into()),
+                    ..StackOptions::default()
+                },
+                true,
+            ),
+            (
+                "public, no token",
+                StackOptions {
+                    public: true,
+                    ..StackOptions::default()
+                },
+                false,
+            ),
+        ];
+        let mut columns: Vec<Vec<(String, String)>> = Vec::new();
+        let mut most_warm = 0;
+        let mut warm_writes = 0;
+        for (i, (_, options, with_token)) in shapes.into_iter().enumerate() {
+            let (stack, token) = published(options);
+            let token = with_token.then_some(token.as_str());
+            let mut column = Vec::new();
+            for (name, path) in REQUESTS {
+                let (_, first) = cost(&stack, token, path);
+                let (status, then) = cost(&stack, token, path);
+                assert!(matches!(status, 200 | 204), "{name}: {status}");
+                if i == 0 {
+                    let dynamodb = then.iter().filter(|c| c.service == "dynamodb").count();
+                    most_warm = most_warm.max(dynamodb);
+                    warm_writes += then.iter().filter(|c| c.writes()).count();
+                }
+                column.push((cell(&first), cell(&then)));
+            }
+            columns.push(column);
+        }
+        let mut table = String::from("| request | with a token, kept: first | then | with a token, not kept: then | public: then |\n|---|---|---|---|---|\n");
+        for (row, (name, _)) in REQUESTS.iter().enumerate() {
+            let _ = writeln!(
+                table,
+                "| {name} | {} | {} | {} | {} |",
+                columns[0][row].0, columns[0][row].1, columns[1][row].1, columns[2][row].1
+            );
+        }
+        let _ = write!(
+            self.report,
+            "## 6. AWS request cost\n\nThe deployed stack on this machine (`tests/src/stack.rs`: the real function binaries, moto for DynamoDB and S3), its functions' calls counted by a proxy in front of moto (`tests/src/counting.rs`), for a registry of two module versions and one signed provider release. Each cell lists the calls one request made and the bytes DynamoDB answered; \"first\" is a function's first request with that token, \"then\" every later one within the cache's time to live. No request calls S3: download URLs are presigned without a call.\n\n{table}\nThe same counts are asserted by the test command (`tests/e2e/request_cost.rs`).\n\n"
+        );
+        self.target(
+            "one DynamoDB round trip per API request",
+            most_warm <= 1 && warm_writes == 0,
+            format!(
+                "at most {most_warm} call per request with a known token, {warm_writes} writes"
+            ),
+        );
+    }
+
     fn write(&mut self, took: Duration) {
         let mut out = String::new();
         let _ = write!(
@@ -613,13 +711,13 @@ impl Bench {
         }
         let _ = write!(
             out,
-            "\nNot measured by this run: the AWS request cost (DynamoDB and S3 calls per API request counted at the emulator).\n\n{}{}\nTook {:.0} s.\n",
+            "\n{}{}\nTook {:.0} s.\n",
             self.report,
             include_str!("../../bench/analysis.md"),
             took.as_secs_f64()
         );
         // A quick run's figures are not the report's: they go to the build folder.
-        let path = match self.quick {
+        let path = match self.quick || self.only.is_some() {
             true => tfreg_e2e::workspace_root().join("build/BENCHMARKS-quick.md"),
             false => report_path(),
         };
