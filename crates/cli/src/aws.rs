@@ -71,7 +71,10 @@ pub struct ReindexArgs {
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
     let (table, bucket) = table_and_bucket(&args.table, &args.bucket)?;
     let aws = Aws::connect(&table, &bucket, Duration::from_secs(300), None, true).await;
-    let indexer = Indexer::new(aws.metadata, aws.artifacts).with_hostname(args.hostname.get());
+    // Each module is listed once, at the end, not after each of its versions.
+    let indexer = Indexer::new(aws.metadata, aws.artifacts)
+        .with_hostname(args.hostname.get())
+        .with_deferred_listings();
     let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
     for change in &report.changes {
         println!("{change}");

@@ -181,7 +181,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let metadata = Arc::new(LocalMetadataStore::open(&data, true)?);
             let indexer = Arc::new(
                 Indexer::new(metadata.clone(), artifacts.clone())
-                    .with_hostname(Some(registry_hostname.clone())),
+                    .with_hostname(Some(registry_hostname.clone()))
+                    // The watcher lists modules after each batch of files.
+                    .with_deferred_listings(),
             );
             tracing::info!(data = %data.display(), "indexing the data directory");
             let watch = WatchOptions {

@@ -397,6 +397,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn deferred_listings_list_each_module_once_at_the_flush() {
+        let signer = Arc::new(UrlSigner::new(vec![1; 32], Duration::from_secs(60)));
+        let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+        let metadata = Arc::new(MemoryMetadataStore::new());
+        let indexer = Indexer::new(metadata.clone(), artifacts.clone()).with_deferred_listings();
+        let registry = Registry::new(metadata, artifacts.clone());
+        let listed = || async {
+            registry
+                .list_modules(
+                    &Access::All,
+                    &crate::registry::modules::ModuleFilter::default(),
+                    crate::registry::page::Page::default(),
+                    "/v1/modules",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .modules
+                .into_iter()
+                .map(|m| m.id)
+                .collect::<Vec<_>>()
+        };
+        for key in ["modules/a/b/c/1.0.0.tgz", "modules/a/b/c/1.1.0.tgz"] {
+            artifacts.put(key, module(key));
+            indexer.index_key(key).await.unwrap();
+        }
+        // Served at once, listed only once the batch is flushed.
+        assert_eq!(
+            registry
+                .module_versions(&Access::All, &addr("a/b/c"))
+                .await
+                .unwrap()
+                .modules[0]
+                .versions
+                .len(),
+            2
+        );
+        assert!(listed().await.is_empty());
+        assert_eq!(indexer.flush_listings().await.unwrap(), 1);
+        assert_eq!(listed().await, ["a/b/c/1.1.0"]);
+        assert_eq!(indexer.flush_listings().await.unwrap(), 0);
+        // A deletion is listed at the next flush too.
+        for key in ["modules/a/b/c/1.0.0.tgz", "modules/a/b/c/1.1.0.tgz"] {
+            artifacts.delete(key);
+            indexer.index_key(key).await.unwrap();
+        }
+        assert_eq!(listed().await, ["a/b/c/1.1.0"]);
+        indexer.flush_listings().await.unwrap();
+        assert!(listed().await.is_empty());
+    }
+
+    #[tokio::test]
     async fn unknown_modules_and_versions_are_not_found() {
         let w = world();
         let key = "modules/a/b/c/1.0.0.tgz";

@@ -226,9 +226,10 @@ pub struct ModuleArchive {
     /// A line about the module, from the publisher.
     #[serde(default)]
     pub description: Option<String>,
-    /// What the archive documents about itself, read at publish.
+    /// What the archive documents about itself, read at publish. Shared, not copied, when
+    /// the record is: reads of a module's versions copy every record of its partition.
     #[serde(default)]
-    pub docs: Option<crate::module_docs::ModuleDocs>,
+    pub docs: Option<std::sync::Arc<crate::module_docs::ModuleDocs>>,
 }
 
 /// A provider package (zip) and its hashes, whether published under `providers/` or

@@ -216,7 +216,7 @@ async fn described_network() -> Given {
         a.published_at = MAY_FIRST;
         a.source = Some("https://git.example.com/acme/network".into());
         a.description = Some("A VPC with subnets".into());
-        a.docs = Some(docs());
+        a.docs = Some(std::sync::Arc::new(docs()));
     })
     .await;
     g

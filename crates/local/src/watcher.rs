@@ -31,6 +31,9 @@ use crate::snapshot::Snapshot;
 /// How long the watcher stays idle after a change before it saves the index.
 const SAVE_AFTER: Duration = Duration::from_secs(2);
 
+/// How often modules indexed meanwhile are listed while a batch of files is indexed.
+const LIST_EVERY: Duration = Duration::from_secs(2);
+
 /// Where the watcher keeps the index between runs.
 pub struct Persistence {
     pub snapshot: Snapshot,
@@ -120,6 +123,7 @@ impl DataDirWatcher {
             saving,
             changed_at: None,
             saved_once: false,
+            listed_at: Instant::now(),
             failed: BTreeSet::new(),
             queue: VecDeque::new(),
             queued: HashSet::new(),
@@ -254,6 +258,8 @@ struct Sync {
     /// When the index last changed without being saved since.
     changed_at: Option<Instant>,
     saved_once: bool,
+    /// When the indexer's deferred listings were last made.
+    listed_at: Instant,
 }
 
 impl Sync {
@@ -266,6 +272,7 @@ impl Sync {
         rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         rescan.tick().await; // the first tick is immediate; start() just scanned
         self.pump();
+        self.list_modules().await;
         loop {
             tokio::select! {
                 first = rx.recv() => {
@@ -301,6 +308,7 @@ impl Sync {
                 }
             }
             self.pump();
+            self.list_modules().await;
             self.save_when_idle().await;
         }
     }
@@ -441,7 +449,25 @@ impl Sync {
                 Indexed { key, outcome, meta }
             });
         }
-        if self.queue.is_empty() && self.tasks.is_empty() {
+    }
+
+    /// Lists the modules indexed since the last time (the indexer defers listings, so a
+    /// module of N versions is listed once per batch, not N times): every
+    /// [`LIST_EVERY`] while a batch runs, and when it ends. Then tells who waits for the
+    /// first index, once it is whole.
+    async fn list_modules(&mut self) {
+        let idle = self.queue.is_empty() && self.tasks.is_empty();
+        if idle || self.listed_at.elapsed() >= LIST_EVERY {
+            self.listed_at = Instant::now();
+            match self.indexer.flush_listings().await {
+                Ok(0) => {}
+                Ok(_) => self.changed_at = Some(Instant::now()),
+                Err(e) => {
+                    tracing::error!(error = %e, "could not list modules; will retry");
+                }
+            }
+        }
+        if idle {
             if let Some(done) = self.first_done.take() {
                 let _ = done.send(true);
             }

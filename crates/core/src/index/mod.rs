@@ -38,7 +38,7 @@ use tokio::io::AsyncReadExt;
 
 use crate::hash::PackageLimits;
 use crate::layout::{classify, Artifact, Classified, ReleaseFile};
-use crate::names::{Hostname, ProviderAddress};
+use crate::names::{Hostname, ModuleAddress, ProviderAddress};
 use crate::store::{
     ArtifactStore, MetadataStore, ObjectMeta, ProblemRecord, Record, RecordId, StoreError,
 };
@@ -72,6 +72,9 @@ pub struct Indexer {
     hostname: Option<Hostname>,
     limits: PackageLimits,
     module_limits: crate::module_archive::ModuleLimits,
+    /// Modules whose listing waits for [`Indexer::flush_listings`], when the caller indexes
+    /// in bulk; `None`: each archive's event lists its module at once.
+    deferred_listings: Option<std::sync::Mutex<std::collections::BTreeSet<ModuleAddress>>>,
 }
 
 /// The result of reading a small file.
@@ -104,6 +107,52 @@ impl Indexer {
             hostname: None,
             limits: PackageLimits::default(),
             module_limits: crate::module_archive::ModuleLimits::default(),
+            deferred_listings: None,
+        }
+    }
+
+    /// Lists modules only when [`Indexer::flush_listings`] is called, once per module
+    /// whatever the number of its archives indexed meanwhile: for indexing in bulk (a start,
+    /// a rescan, a reindex), where listing a module of N versions after each of them costs
+    /// N² record reads. Listings lag until the next flush.
+    pub fn with_deferred_listings(mut self) -> Self {
+        self.deferred_listings = Some(Default::default());
+        self
+    }
+
+    /// Lists every module whose archives were indexed since the last flush (with
+    /// [`Indexer::with_deferred_listings`]; otherwise there is nothing to do). Returns how
+    /// many were listed; those that failed wait for the next flush.
+    pub async fn flush_listings(&self) -> Result<usize, StoreError> {
+        let Some(deferred) = &self.deferred_listings else {
+            return Ok(0);
+        };
+        let pending = std::mem::take(&mut *deferred.lock().map_err(|_| poisoned())?);
+        let count = pending.len();
+        let mut left = pending.into_iter();
+        while let Some(address) = left.next() {
+            if let Err(e) = self.list_module(&address).await {
+                if let Ok(mut deferred) = deferred.lock() {
+                    deferred.insert(address);
+                    deferred.extend(left);
+                }
+                return Err(e);
+            }
+        }
+        Ok(count)
+    }
+
+    /// Lists the module now, or notes it for the next flush.
+    async fn list_or_defer(&self, address: &ModuleAddress) -> Result<(), StoreError> {
+        match &self.deferred_listings {
+            Some(deferred) => {
+                deferred
+                    .lock()
+                    .map_err(|_| poisoned())?
+                    .insert(address.clone());
+                Ok(())
+            }
+            None => self.list_module(address).await,
         }
     }
 
@@ -227,7 +276,7 @@ impl Indexer {
         };
         let (lost, served) = self.pin_served(key, &artifact).await?;
         if let Artifact::ModuleArchive { address, .. } = &artifact {
-            self.list_module(address).await?;
+            self.list_or_defer(address).await?;
         }
         let exists = self.artifacts.head(key).await?.is_some();
         // Something that is there but never read (a link, a FIFO) is refused, with the
@@ -367,4 +416,8 @@ async fn sha256_of(
         total += n as u64;
         hasher.update(&buffer[..n]);
     }
+}
+
+fn poisoned() -> StoreError {
+    StoreError::new("the indexer's pending listings are unusable after a panic in another thread")
 }

@@ -103,7 +103,7 @@ impl Indexer {
                 published_at,
                 source: publisher.source,
                 description: publisher.description,
-                docs: Some(docs),
+                docs: Some(std::sync::Arc::new(docs)),
             }))
             .await?;
         Ok(None)

@@ -182,6 +182,7 @@ impl Indexer {
                 progress(done, total);
             }
         }
+        self.flush_listings().await?;
         self.forget_empty_providers(&before).await?;
         self.relist_modules(&before).await?;
         report.changes = changes(&before, &self.metadata.scan().await?);

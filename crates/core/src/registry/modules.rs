@@ -234,7 +234,7 @@ impl Registry {
         providers.push(address.system.to_string());
         providers.sort();
         providers.dedup();
-        let docs = archive.docs.clone().unwrap_or_default();
+        let docs = archive.docs.as_deref().cloned().unwrap_or_default();
         let published = served
             .iter()
             .map(|(version, archive)| VersionPublished {
