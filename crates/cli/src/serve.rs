@@ -224,7 +224,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     url: format!("https://{local_addr}"),
                     hostname: hostname.clone(),
                 },
-            );
+            )?;
             // Answering from a complete index is worth a short wait; a slow or hostile file
             // is worth none: past the wait, the server answers from what is indexed so far.
             let mut stopped = stop.clone();

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
-use tfreg_core::store::Record;
 use tfreg_core::{MetadataStore, Registry};
-use tokio::task::JoinHandle;
+use tfreg_local::metadata::LocalMetadataStore;
 
 use crate::report::{self, Filter, Scope, StatusDoc};
 
@@ -21,7 +20,7 @@ pub const FILE: &str = "served.json";
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
 /// A file older than this is not kept by a running server.
 pub const STALE_AFTER: Duration = Duration::from_secs(20);
-/// How often the index is compared with what the file says.
+/// How often the index's generation is compared with the file's.
 const POLL: Duration = Duration::from_millis(500);
 /// Verdicts that depend on time (a key's expiry) are refreshed this often.
 const REFRESH: Duration = Duration::from_secs(60);
@@ -53,51 +52,81 @@ pub fn path(data: &Path) -> PathBuf {
 
 /// Keeps the file while it lives; removes it when dropped.
 pub struct Snapshots {
-    task: JoinHandle<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
     path: PathBuf,
 }
 
 impl Drop for Snapshots {
     fn drop(&mut self) {
-        self.task.abort();
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
 /// Starts keeping `DATA/.tfreg/served.json` from `metadata`, read through `registry`.
+///
+/// It runs on a thread of its own: rebuilding the document reads the whole index, which
+/// at tens of thousands of files takes long enough to hold up requests if it shared their
+/// threads.
 pub fn start(
     data: &Path,
-    metadata: Arc<dyn MetadataStore>,
+    metadata: Arc<LocalMetadataStore>,
     registry: Registry,
     server: ServerInfo,
-) -> Snapshots {
+) -> std::io::Result<Snapshots> {
     let path = path(data);
-    let task = tokio::spawn(keep(path.clone(), metadata, registry, server));
-    Snapshots { task, path }
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let file = path.clone();
+    let thread = std::thread::Builder::new()
+        .name("served-file".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                tokio::select! {
+                    _ = keep(file, metadata, registry, server) => {}
+                    _ = stopped => {}
+                }
+            });
+        })?;
+    Ok(Snapshots {
+        stop: Some(stop),
+        thread: Some(thread),
+        path,
+    })
 }
 
 async fn keep(
     path: PathBuf,
-    metadata: Arc<dyn MetadataStore>,
+    metadata: Arc<LocalMetadataStore>,
     registry: Registry,
     server: ServerInfo,
 ) {
-    let mut last: Option<(Vec<Record>, Instant)> = None;
+    // The index's generation when the file was last written, and when.
+    let mut last: Option<(u64, Instant)> = None;
     let mut touched = Instant::now();
     let mut warned = false;
+    let mut rest = POLL;
     loop {
-        let records = match metadata.scan().await {
-            Ok(records) => records,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the index for {FILE}");
-                tokio::time::sleep(POLL).await;
-                continue;
-            }
-        };
+        let generation = metadata.generation();
         let changed = last
             .as_ref()
-            .is_none_or(|(seen, at)| *seen != records || at.elapsed() >= REFRESH);
+            .is_none_or(|(seen, at)| *seen != generation || at.elapsed() >= REFRESH);
         let written = if changed {
+            let building = Instant::now();
+            let records = match metadata.scan().await {
+                Ok(records) => records,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the index for {FILE}");
+                    tokio::time::sleep(POLL).await;
+                    continue;
+                }
+            };
             let scope = Scope::from_records(&records);
             let metadata: &dyn MetadataStore = metadata.as_ref();
             match report::build(&registry, metadata, &scope, &Filter::all()).await {
@@ -108,8 +137,11 @@ async fn keep(
                     };
                     let written = write(&path, &file);
                     if written.is_ok() {
-                        last = Some((records, Instant::now()));
+                        last = Some((generation, Instant::now()));
                     }
+                    // While the index keeps changing (a large first index), rebuilding
+                    // takes at most a third of one core: the document lags a little more.
+                    rest = (building.elapsed() * 2).max(POLL);
                     written
                 }
                 Err(e) => Err(std::io::Error::other(e)),
@@ -131,7 +163,8 @@ async fn keep(
             }
             Err(_) => {}
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(rest).await;
+        rest = POLL;
     }
 }
 

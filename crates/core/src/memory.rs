@@ -2,6 +2,7 @@
 //! directory at start); the artifact store is a fake for unit tests of the core and the API.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
@@ -18,11 +19,24 @@ use crate::tokens::{TokenRecord, TokenStore};
 #[derive(Debug, Default)]
 pub struct MemoryMetadataStore {
     partitions: RwLock<BTreeMap<String, BTreeMap<String, Record>>>,
+    /// Counts the writes: whoever keeps something derived from the whole store compares
+    /// this instead of the records.
+    generation: AtomicU64,
 }
 
 impl MemoryMetadataStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Changes whenever a record is written that differs from the one it replaces, or one
+    /// is deleted (and only then).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Stores a record only if none has its id (what `put_new` does, for callers without a
@@ -35,6 +49,7 @@ impl MemoryMetadataStore {
             return Ok(false);
         }
         records.insert(sort, record);
+        self.changed();
         Ok(true)
     }
 
@@ -43,10 +58,12 @@ impl MemoryMetadataStore {
     pub fn insert(&self, record: Record) -> Result<(), StoreError> {
         let RecordId { partition, sort } = record.id();
         let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
-        partitions
-            .entry(partition)
-            .or_default()
-            .insert(sort, record);
+        let records = partitions.entry(partition).or_default();
+        // Writing what is there already (a replayed event) changes nothing.
+        if records.get(&sort) != Some(&record) {
+            records.insert(sort, record);
+            self.changed();
+        }
         Ok(())
     }
 }
@@ -68,7 +85,9 @@ impl MetadataStore for MemoryMetadataStore {
     async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
         let mut partitions = self.partitions.write().map_err(|_| poisoned())?;
         if let Some(records) = partitions.get_mut(&id.partition) {
-            records.remove(&id.sort);
+            if records.remove(&id.sort).is_some() {
+                self.changed();
+            }
             if records.is_empty() {
                 partitions.remove(&id.partition);
             }

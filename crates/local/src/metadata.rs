@@ -29,6 +29,11 @@ pub struct LocalMetadataStore {
 }
 
 impl LocalMetadataStore {
+    /// Changes whenever the index does ([`MemoryMetadataStore::generation`]).
+    pub fn generation(&self) -> u64 {
+        self.memory.generation()
+    }
+
     /// Puts back the records of a saved index ([`crate::snapshot`]); pins are not among
     /// them (their own files, loaded at open, are what counts).
     pub async fn restore(&self, records: Vec<Record>) -> Result<(), StoreError> {
