@@ -118,6 +118,10 @@ impl MetadataStore for MemoryMetadataStore {
             .flat_map(|records| records.values().cloned())
             .collect())
     }
+
+    fn generation(&self) -> Option<u64> {
+        Some(MemoryMetadataStore::generation(self))
+    }
 }
 
 /// Tokens held in memory, for tests.

@@ -563,6 +563,13 @@ pub trait MetadataStore: Send + Sync {
     /// Every record in the store, for a full reindex (which must also forget what is no
     /// longer published). Expensive: never on the request path.
     async fn scan(&self) -> Result<Vec<Record>, StoreError>;
+
+    /// A number that changes whenever any record does, for stores that can tell at no cost
+    /// (the local index in memory): what is derived from records read at one generation
+    /// holds while it lasts. `None` (the default): the store cannot tell.
+    fn generation(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]

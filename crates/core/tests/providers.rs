@@ -1028,3 +1028,70 @@ async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
         "{problems:?}"
     );
 }
+
+/// Counts the queries that reach a store that counts its writes.
+struct CountingQueries {
+    inner: Arc<MemoryMetadataStore>,
+    queries: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl tfreg_core::MetadataStore for CountingQueries {
+    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
+        self.inner.put(record).await
+    }
+    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
+        self.inner.delete(id).await
+    }
+    async fn get(
+        &self,
+        id: &tfreg_core::store::RecordId,
+    ) -> Result<Option<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.get(id).await
+    }
+    async fn query(
+        &self,
+        partition: &str,
+    ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.queries
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.query(partition).await
+    }
+    async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.scan().await
+    }
+    fn generation(&self) -> Option<u64> {
+        Some(self.inner.generation())
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_counts_its_writes_gets_each_provider_judged_once_per_change() {
+    let world = World::new();
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
+    let counting = Arc::new(CountingQueries {
+        inner: world.metadata.clone(),
+        queries: Default::default(),
+    });
+    let registry = Registry::new(counting.clone(), world.artifacts.clone());
+    let queries = || counting.queries.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..5 {
+        let versions = registry
+            .provider_versions(&Access::All, &widget())
+            .await
+            .unwrap();
+        assert_eq!(versions.versions.len(), 1);
+    }
+    // The provider's partition and its namespace's keys, read once.
+    assert_eq!(queries(), 2);
+    // Any write judges again: the key's removal stops the release at once.
+    world.delete("keys/acme/release.asc").await;
+    let answer = registry.provider_versions(&Access::All, &widget()).await;
+    assert!(
+        answer.map_or(true, |v| v.versions.is_empty()),
+        "served after its key was removed"
+    );
+    assert_eq!(queries(), 4);
+}

@@ -190,6 +190,10 @@ impl MetadataStore for LocalMetadataStore {
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {
         self.memory.scan().await
     }
+
+    fn generation(&self) -> Option<u64> {
+        Some(self.memory.generation())
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! The HTTP layer only translates requests and responses. The read API beyond the protocols
 //! (details, `latest`, listings, search) is in [`modules`] and [`providers`].
 
+mod judged;
 pub mod modules;
 pub mod page;
 pub mod providers;
@@ -43,6 +44,8 @@ pub struct Registry {
     artifacts: Arc<dyn ArtifactStore>,
     /// The registry's own hostname: the mirror serves its providers under it.
     hostname: Option<Hostname>,
+    /// Providers' releases as last judged, for stores that count their writes.
+    judged: Arc<judged::JudgedCache>,
 }
 
 impl Registry {
@@ -51,6 +54,7 @@ impl Registry {
             metadata,
             artifacts,
             hostname: None,
+            judged: Arc::default(),
         }
     }
 
@@ -158,18 +162,33 @@ impl Registry {
 
     /// Judges every version of a provider: two queries at once, of the provider's partition
     /// and of its namespace's keys (a verdict counts only while its key is still there).
+    ///
+    /// Stores that count their writes get each judgement made once per change: it is kept
+    /// until the store changes or time alone could change it ([`judged`]).
     async fn provider_releases(
         &self,
         provider: &ProviderAddress,
-    ) -> Result<Vec<(ReleaseReport, Option<ServedRelease>)>, StoreError> {
+    ) -> Result<Arc<Vec<judged::Judged>>, StoreError> {
+        let now = SystemTime::now();
+        // Read before the records: a write meanwhile makes the next request judge again.
+        let generation = self.metadata.generation();
+        if let Some(kept) = generation.and_then(|g| self.judged.get(provider, g, now)) {
+            return Ok(kept);
+        }
         let (releases, keys) = (
             partition::provider(provider),
             partition::keys(&provider.namespace),
         );
         let (records, keys) =
             tokio::join!(self.metadata.query(&releases), self.metadata.query(&keys));
-        let keys = CurrentKeys::from_records(&keys?);
-        Ok(evaluate(&records?, &keys, SystemTime::now()))
+        let (records, keys) = (records?, CurrentKeys::from_records(&keys?));
+        let judged = Arc::new(evaluate(&records, &keys, now));
+        if let Some(generation) = generation {
+            let until = judged::next_change(&records, now);
+            self.judged
+                .put(provider, generation, until, Arc::clone(&judged));
+        }
+        Ok(judged)
     }
 
     /// The served releases a request may see: none outside its token's namespaces, exactly
@@ -185,8 +204,8 @@ impl Registry {
         Ok(self
             .provider_releases(provider)
             .await?
-            .into_iter()
-            .filter_map(|(_, served)| served)
+            .iter()
+            .filter_map(|(_, served)| served.clone())
             .collect())
     }
 
@@ -198,8 +217,8 @@ impl Registry {
         Ok(self
             .provider_releases(provider)
             .await?
-            .into_iter()
-            .map(|(report, _)| report)
+            .iter()
+            .map(|(report, _)| report.clone())
             .collect())
     }
 
