@@ -23,7 +23,13 @@ pub struct CachedKeys {
     inner: Arc<dyn MetadataStore>,
     ttl: Duration,
     clock: crate::token_cache::Clock,
-    partitions: Mutex<HashMap<String, (Instant, Arc<Vec<Record>>)>>,
+    partitions: Mutex<HashMap<String, KeptKeys>>,
+}
+
+/// A namespace's keys partition, and when it was read.
+struct KeptKeys {
+    read_at: Instant,
+    records: Arc<Vec<Record>>,
 }
 
 impl CachedKeys {
@@ -73,9 +79,9 @@ impl MetadataStore for CachedKeys {
         }
         let now = (self.clock)();
         if let Ok(partitions) = self.partitions.lock() {
-            if let Some((read_at, records)) = partitions.get(partition) {
-                if now.saturating_duration_since(*read_at) < self.ttl {
-                    return Ok(records.as_ref().clone());
+            if let Some(kept) = partitions.get(partition) {
+                if now.saturating_duration_since(kept.read_at) < self.ttl {
+                    return Ok(kept.records.as_ref().clone());
                 }
             }
         }
@@ -84,7 +90,11 @@ impl MetadataStore for CachedKeys {
             if partitions.len() >= MAX_NAMESPACES && !partitions.contains_key(partition) {
                 partitions.clear();
             }
-            partitions.insert(partition.to_owned(), (now, Arc::new(records.clone())));
+            let kept = KeptKeys {
+                read_at: now,
+                records: Arc::new(records.clone()),
+            };
+            partitions.insert(partition.to_owned(), kept);
         }
         Ok(records)
     }

@@ -47,7 +47,7 @@ fn main() {
         targets: Vec::new(),
     };
     let started = Instant::now();
-    let parts: [(&str, fn(&mut Bench)); 5] = [
+    let parts: [(&str, Part); 5] = [
         ("api", Bench::api),
         ("scale", Bench::scale),
         ("hashing", Bench::hashing),
@@ -67,6 +67,9 @@ fn main() {
     }
     bench.write(started.elapsed());
 }
+
+/// One part of the run.
+type Part = fn(&mut Bench);
 
 /// The API's endpoints, by name and path.
 const ENDPOINTS: [(&str, &str); 5] = [
