@@ -1,16 +1,17 @@
-//! Provider releases judged once per change, not once per request, for stores that count
-//! their writes ([`crate::store::MetadataStore::generation`]: the local shape's index).
+//! Answers derived once per change, not once per request, for stores that count their writes
+//! ([`crate::store::MetadataStore::generation`]: the local shape's index): a provider's judged
+//! releases, a module's served archives.
 //!
 //! Whether a release is served depends on its provider's records, its namespace's keys and
-//! the time (a key or a signature that expires). A judgement is kept while the store's
+//! the time (a key or a signature that expires). A value is kept while the store's
 //! generation stays the same and until the first moment at which time alone could change
 //! it; any write anywhere in the store starts over.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::names::ProviderAddress;
 use crate::providers::{ReleaseReport, ServedRelease};
 use crate::store::Record;
 use crate::tokens::unix;
@@ -18,56 +19,53 @@ use crate::tokens::unix;
 /// One version's judgement: why it is or is not served, and what is served of it.
 pub type Judged = (ReleaseReport, Option<ServedRelease>);
 
-/// At most this many providers' judgements are kept.
-const MAX_PROVIDERS: usize = 4096;
+/// At most this many answers are kept.
+const MAX_ENTRIES: usize = 4096;
 
-struct Entry {
+struct Entry<V> {
     generation: u64,
-    /// The first Unix second at which the judgement may change by time alone.
+    /// The first Unix second at which the value may change by time alone.
     until: Option<u64>,
-    releases: Arc<Vec<Judged>>,
+    value: Arc<V>,
 }
 
-/// Judgements by provider; shared by the clones of a registry.
-#[derive(Default)]
-pub struct JudgedCache {
-    entries: Mutex<HashMap<ProviderAddress, Entry>>,
+/// Values derived from the records of one generation of the store, by key (a provider's
+/// judged releases, a module's served archives); shared by the clones of a registry.
+pub struct Kept<K, V> {
+    entries: Mutex<HashMap<K, Entry<V>>>,
 }
 
-impl JudgedCache {
-    /// The kept judgement of `provider`, if it still holds.
-    pub fn get(
-        &self,
-        provider: &ProviderAddress,
-        generation: u64,
-        now: SystemTime,
-    ) -> Option<Arc<Vec<Judged>>> {
+impl<K, V> Default for Kept<K, V> {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone, V> Kept<K, V> {
+    /// The kept value of `key`, if it still holds.
+    pub fn get(&self, key: &K, generation: u64, now: SystemTime) -> Option<Arc<V>> {
         let entries = self.entries.lock().ok()?;
-        let entry = entries.get(provider)?;
+        let entry = entries.get(key)?;
         let current = entry.generation == generation && entry.until.is_none_or(|t| unix(now) < t);
-        current.then(|| Arc::clone(&entry.releases))
+        current.then(|| Arc::clone(&entry.value))
     }
 
-    /// Keeps a judgement made from records read at `generation` (read before the records).
-    pub fn put(
-        &self,
-        provider: &ProviderAddress,
-        generation: u64,
-        until: Option<u64>,
-        releases: Arc<Vec<Judged>>,
-    ) {
+    /// Keeps a value made from records read at `generation` (read before the records).
+    pub fn put(&self, key: &K, generation: u64, until: Option<u64>, value: Arc<V>) {
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
-        if entries.len() >= MAX_PROVIDERS && !entries.contains_key(provider) {
+        if entries.len() >= MAX_ENTRIES && !entries.contains_key(key) {
             entries.clear();
         }
         entries.insert(
-            provider.clone(),
+            key.clone(),
             Entry {
                 generation,
                 until,
-                releases,
+                value,
             },
         );
     }
@@ -99,6 +97,7 @@ pub fn next_change(records: &[Record], now: SystemTime) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::gpg::PublicKeyInfo;
+    use crate::names::ProviderAddress;
     use crate::store::{SignatureRecord, SignedBy};
     use crate::version::Version;
     use std::time::{Duration, UNIX_EPOCH};
@@ -147,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_judgement_holds_for_its_generation_until_its_next_change() {
-        let cache = JudgedCache::default();
+        let cache: Kept<ProviderAddress, Vec<Judged>> = Kept::default();
         let provider = ProviderAddress::parse("acme", "widget").unwrap();
         let at = |s| UNIX_EPOCH + Duration::from_secs(s);
         cache.put(&provider, 7, Some(2000), Arc::new(vec![]));

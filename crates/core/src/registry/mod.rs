@@ -45,8 +45,13 @@ pub struct Registry {
     /// The registry's own hostname: the mirror serves its providers under it.
     hostname: Option<Hostname>,
     /// Providers' releases as last judged, for stores that count their writes.
-    judged: Arc<judged::JudgedCache>,
+    judged: Arc<judged::Kept<ProviderAddress, Vec<judged::Judged>>>,
+    /// Modules' served archives by version, likewise.
+    served_modules: Arc<judged::Kept<ModuleAddress, ServedArchives>>,
 }
+
+/// A module's served archive of each version.
+type ServedArchives = BTreeMap<Version, ModuleArchive>;
 
 impl Registry {
     pub fn new(metadata: Arc<dyn MetadataStore>, artifacts: Arc<dyn ArtifactStore>) -> Self {
@@ -55,6 +60,7 @@ impl Registry {
             artifacts,
             hostname: None,
             judged: Arc::default(),
+            served_modules: Arc::default(),
         }
     }
 
@@ -72,18 +78,31 @@ impl Registry {
         &self.artifacts
     }
 
-    async fn module_archives(
+    /// A module's served archive of each version (one per version, see
+    /// [`modules::served_archives`]): one query, or none while the store has not changed.
+    async fn served_archives(
         &self,
         address: &ModuleAddress,
-    ) -> Result<Vec<ModuleArchive>, StoreError> {
+    ) -> Result<Arc<ServedArchives>, StoreError> {
+        let generation = self.metadata.generation();
+        let now = SystemTime::now();
+        if let Some(kept) = generation.and_then(|g| self.served_modules.get(address, g, now)) {
+            return Ok(kept);
+        }
         let records = self.metadata.query(&partition::module(address)).await?;
-        Ok(records
+        let archives = records
             .into_iter()
             .filter_map(|r| match r {
                 Record::ModuleArchive(a) => Some(a),
                 _ => None,
             })
-            .collect())
+            .collect();
+        let served = Arc::new(modules::served_archives(archives));
+        if let Some(generation) = generation {
+            self.served_modules
+                .put(address, generation, None, Arc::clone(&served));
+        }
+        Ok(served)
     }
 
     /// Every published version of a module, oldest first, pre-releases included (Terraform
@@ -97,7 +116,7 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let served = modules::served_archives(self.module_archives(address).await?);
+        let served = self.served_archives(address).await?;
         if served.is_empty() {
             return Err(module_not_found(address));
         }
@@ -110,10 +129,10 @@ impl Registry {
             modules: [ModuleVersionList {
                 source,
                 versions: served
-                    .into_iter()
+                    .iter()
                     .map(|(version, archive)| ModuleVersion {
-                        version,
-                        source: archive.source,
+                        version: version.clone(),
+                        source: archive.source.clone(),
                     })
                     .collect(),
             }],
@@ -131,17 +150,13 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let archives = self.module_archives(address).await?;
-        if archives.is_empty() {
+        let served = self.served_archives(address).await?;
+        if served.is_empty() {
             return Err(module_not_found(address));
         }
-        archives
-            .into_iter()
-            .filter(|a| &a.version == version)
-            .min_by(|a, b| (a.format, &a.key).cmp(&(b.format, &b.key)))
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("module {address} has no version {version}"))
-            })
+        served.get(version).cloned().ok_or_else(|| {
+            RegistryError::NotFound(format!("module {address} has no version {version}"))
+        })
     }
 
     /// The URL Terraform downloads a module version from (`X-Terraform-Get`).

@@ -211,11 +211,11 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let (archives, listed) = tokio::join!(
-            self.module_archives(address),
+        let (served, listed) = tokio::join!(
+            self.served_archives(address),
             self.listed(Some(&address.namespace))
         );
-        let served = served_archives(archives?);
+        let served = served?;
         if served.is_empty() {
             return Err(module_not_found(address));
         }
@@ -254,7 +254,7 @@ impl Registry {
             submodules: docs.submodules,
             examples: docs.examples,
             providers,
-            versions: served.into_keys().collect(),
+            versions: served.keys().cloned().collect(),
         };
         Ok(ModulePage { details, published })
     }
@@ -268,7 +268,7 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let served = served_archives(self.module_archives(address).await?);
+        let served = self.served_archives(address).await?;
         if served.is_empty() {
             return Err(module_not_found(address));
         }
