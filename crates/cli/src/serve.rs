@@ -96,6 +96,12 @@ pub struct ServeArgs {
 /// answering anyway (from what is indexed so far).
 const FIRST_INDEX_WAIT: Duration = Duration::from_secs(30);
 
+/// With a saved index, how long the server waits for the check of what changed while it
+/// was down before it answers from the saved index (and takes the changes in as they are
+/// found): long enough for a small data directory to be exact from the first answer, short
+/// enough that a restart answers within a second however many files there are.
+const RESTORED_WAIT: Duration = Duration::from_millis(250);
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let aws = match (&args.table.table, &args.bucket.bucket) {
         (None, None) => None,
@@ -193,7 +199,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             // The index saved at the last stop, if any: then only what changed since is
             // indexed before serving.
             let snapshot = Snapshot::of(&data);
-            let known = match snapshot.load() {
+            let loaded = snapshot.load();
+            let wait = match loaded {
+                Some(_) => RESTORED_WAIT,
+                None => FIRST_INDEX_WAIT,
+            };
+            let known = match loaded {
                 Some(restored) => {
                     tracing::info!(
                         records = restored.records.len(),
@@ -230,7 +241,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let mut stopped = stop.clone();
             tokio::select! {
                 _ = watcher.first_index_done() => {}
-                _ = tokio::time::sleep(FIRST_INDEX_WAIT) => tracing::warn!(
+                _ = tokio::time::sleep(wait), if wait == RESTORED_WAIT => tracing::info!(
+                    "serving from the saved index while the data directory is checked for what changed meanwhile"
+                ),
+                _ = tokio::time::sleep(wait), if wait == FIRST_INDEX_WAIT => tracing::warn!(
                     "the first index of the data directory is still running after {}s; serving what is indexed so far",
                     FIRST_INDEX_WAIT.as_secs()
                 ),

@@ -66,8 +66,6 @@ impl Default for WatchOptions {
 
 /// Runs until dropped.
 pub struct DataDirWatcher {
-    // Held for its side effect: dropping it stops notifications.
-    _notify: Option<RecommendedWatcher>,
     task: JoinHandle<()>,
     first_index: watch::Receiver<bool>,
 }
@@ -91,6 +89,10 @@ impl DataDirWatcher {
     }
 
     /// As [`DataDirWatcher::start`], from a restored index and saving it as it changes.
+    ///
+    /// Returns at once: setting up notifications and the first scan (one `stat` per file,
+    /// which over tens of thousands of files takes a second or more) run in the background
+    /// too, so a server restored from a saved index can answer from it meanwhile.
     pub async fn start_with(
         store: Arc<FsArtifactStore>,
         indexer: Arc<Indexer>,
@@ -98,23 +100,12 @@ impl DataDirWatcher {
         persistence: Option<Persistence>,
     ) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        // Notifications start before the first scan, so nothing written during it is missed.
-        let notify = match start_notify(store.root(), tx) {
-            Ok(watcher) => Some(watcher),
-            Err(e) => {
-                tracing::warn!(
-                    error = %e,
-                    "file notifications are unavailable; changes are picked up by rescans every {}s",
-                    options.rescan_interval.as_secs()
-                );
-                None
-            }
-        };
         let (first_done, first_index) = watch::channel(false);
         let (known, saving) = match persistence {
             Some(p) => (p.known, Some((p.snapshot, p.metadata))),
             None => (HashMap::new(), None),
         };
+        let root = store.root().to_path_buf();
         let mut sync = Sync {
             store,
             indexer,
@@ -133,18 +124,38 @@ impl DataDirWatcher {
             first_done: Some(first_done),
             progress: Progress::default(),
         };
-        sync.rescan().await?;
-        let total = sync.queue.len();
-        if total > 0 {
-            tracing::info!("indexing {total} files in the background");
-        }
-        sync.progress.start(total);
-        let task = tokio::spawn(sync.run(rx, options));
-        Ok(Self {
-            _notify: notify,
-            task,
-            first_index,
-        })
+        let rescan_interval = options.rescan_interval;
+        let task = tokio::spawn(async move {
+            // Notifications start before the first scan, so nothing written during it is
+            // missed. Watching a tree walks it: off the request threads.
+            let notify = tokio::task::spawn_blocking(move || start_notify(&root, tx)).await;
+            let _notify = match notify {
+                Ok(Ok(watcher)) => Some(watcher),
+                Ok(Err(e)) => {
+                    tracing::warn!(
+                        error = %e,
+                        "file notifications are unavailable; changes are picked up by rescans every {}s",
+                        rescan_interval.as_secs()
+                    );
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "starting file notifications stopped; relying on rescans");
+                    None
+                }
+            };
+            if let Err(e) = sync.rescan().await {
+                tracing::error!(error = %e, "could not scan the data directory; retrying at the next rescan");
+            }
+            let total = sync.queue.len();
+            if total > 0 {
+                tracing::info!("indexing {total} files in the background");
+            }
+            sync.progress.start(total);
+            // Held until the watcher stops: dropping it ends notifications.
+            sync.run(rx, options).await;
+        });
+        Ok(Self { task, first_index })
     }
 
     /// Waits until every file present at start has been indexed.
