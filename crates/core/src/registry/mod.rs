@@ -289,16 +289,17 @@ impl Registry {
         platform: &Platform,
         origin: &Origin,
     ) -> Result<ProviderDownload, RegistryError> {
-        let releases = self.served_releases(access, provider).await?;
-        if releases.is_empty() {
+        if !access.allows(&provider.namespace) {
             return Err(provider_not_found(provider));
         }
-        let release = releases
-            .into_iter()
-            .find(|r| &r.version == version)
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("provider {provider} has no version {version}"))
-            })?;
+        // The one release asked for, read in place: no copy of the others.
+        let judged = self.provider_releases(provider).await?;
+        if judged.iter().all(|(_, served)| served.is_none()) {
+            return Err(provider_not_found(provider));
+        }
+        let release = find_served(&judged, version).ok_or_else(|| {
+            RegistryError::NotFound(format!("provider {provider} has no version {version}"))
+        })?;
         let package = release.packages.get(platform).ok_or_else(|| {
             RegistryError::NotFound(format!(
                 "provider {provider} {version} has no package for {platform}"
@@ -346,17 +347,20 @@ impl Registry {
         hostname: &Hostname,
         provider: &ProviderAddress,
         origin: &Origin,
+        only: Option<&Version>,
     ) -> Result<BTreeMap<Version, BTreeMap<Platform, PackageRecord>>, StoreError> {
         if !access.allows(&provider.namespace) {
             return Ok(BTreeMap::new());
         }
         let mut packages: BTreeMap<Version, BTreeMap<Platform, PackageRecord>> = BTreeMap::new();
         if self.is_own(hostname, origin) {
-            for release in self.served_releases(access, provider).await? {
-                packages
-                    .entry(release.version)
-                    .or_default()
-                    .extend(release.packages);
+            let judged = self.provider_releases(provider).await?;
+            for release in judged.iter().filter_map(|(_, s)| s.as_ref()) {
+                // Every version is listed, but only the one asked for is copied whole.
+                let entry = packages.entry(release.version.clone()).or_default();
+                if only.is_none_or(|v| v == &release.version) {
+                    entry.extend(release.packages.clone());
+                }
             }
             return Ok(packages);
         }
@@ -397,7 +401,7 @@ impl Registry {
         origin: &Origin,
     ) -> Result<MirrorIndex, RegistryError> {
         let packages = self
-            .mirror_packages(access, hostname, provider, origin)
+            .mirror_packages(access, hostname, provider, origin, None)
             .await?;
         if packages.is_empty() {
             return Err(mirror_not_found(hostname, provider));
@@ -420,7 +424,7 @@ impl Registry {
         origin: &Origin,
     ) -> Result<MirrorVersion, RegistryError> {
         let mut packages = self
-            .mirror_packages(access, hostname, provider, origin)
+            .mirror_packages(access, hostname, provider, origin, Some(version))
             .await?;
         if packages.is_empty() {
             return Err(mirror_not_found(hostname, provider));
@@ -449,6 +453,14 @@ impl Registry {
         }
         Ok(MirrorVersion { archives })
     }
+}
+
+/// The served release of `version` among judged releases, in place.
+fn find_served<'a>(judged: &'a [judged::Judged], version: &Version) -> Option<&'a ServedRelease> {
+    judged
+        .iter()
+        .filter_map(|(_, served)| served.as_ref())
+        .find(|release| &release.version == version)
 }
 
 fn module_not_found(address: &ModuleAddress) -> RegistryError {
