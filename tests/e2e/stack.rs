@@ -6,7 +6,7 @@
 use tfreg_e2e::stack::{Stack, StackOptions};
 use tfreg_e2e::{
     host_block, mirror_config, provider_release, requires_provider, sha256_hex, tar_gz,
-    terraform_platform, tfreg_with_env, Gpg, Terraform,
+    terraform_platform, Gpg, Terraform,
 };
 
 const HOST: &str = "registry.example.test";
@@ -27,31 +27,20 @@ fn install_through_the_stack(download_mode: &str) {
     );
     let own = terraform_platform();
     let platforms = [own.as_str(), "windows_arm64"];
-    let files = provider_release("widget", "1.2.0", &platforms);
     let gpg = Gpg::new();
     gpg.generate("release@example.test", "rsa2048", "never", None);
-    let dir = "providers/acme/widget/1.2.0";
     let mut keys = vec![module.to_owned()];
-    for (name, content) in &files {
-        stack.upload(&format!("{dir}/{name}"), content);
-        keys.push(format!("{dir}/{name}"));
-    }
-    let (sums_name, sums) = files.last().unwrap();
-    let sig_key = format!("{dir}/{sums_name}.sig");
-    stack.upload(&sig_key, &gpg.sign("release@example.test", sums, None));
-    stack.upload("keys/acme/release.asc", &gpg.export("release@example.test"));
-    keys.push(sig_key);
-    keys.push("keys/acme/release.asc".into());
+    keys.extend(stack.upload_signed_release(&gpg, "widget", "1.2.0", &platforms));
+    // (the same bytes, for the checks below: releases are made deterministically)
+    let files = provider_release("widget", "1.2.0", &platforms);
+    let dir = "providers/acme/widget/1.2.0";
+    let sums_name = &files.last().unwrap().0;
     // with their event notifications delivered to the indexer, twice and out of order,
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     stack.deliver(&keys);
 
     // and a token from the table,
-    let token = tfreg_with_env(&["token", "create", "--table", &stack.table], &stack.env)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let token = stack.create_token(&[]);
     let credentials = format!(
         "credentials \"{HOST}\" {{ token = \"{token}\" }}\ncredentials \"{}\" {{ token = \"{token}\" }}\n",
         stack.addr

@@ -13,7 +13,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 
 use crate::stack::{Stack, StackOptions};
-use crate::{provider_release, tar_gz, tfreg_with_env, Gpg};
+use crate::{tar_gz, Gpg};
 
 /// One call that reached the emulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,25 +204,15 @@ pub fn published(options: StackOptions) -> (Stack, String) {
     }
     let gpg = Gpg::new();
     gpg.generate("release@example.test", "rsa2048", "never", None);
-    let dir = "providers/acme/widget/1.2.0";
-    let files = provider_release("widget", "1.2.0", &["linux_amd64", "darwin_arm64"]);
-    for (name, content) in &files {
-        stack.upload(&format!("{dir}/{name}"), content);
-        keys.push(format!("{dir}/{name}"));
-    }
-    let (sums_name, sums) = files.last().unwrap();
-    let sig = format!("{dir}/{sums_name}.sig");
-    stack.upload(&sig, &gpg.sign("release@example.test", sums, None));
-    stack.upload("keys/acme/release.asc", &gpg.export("release@example.test"));
-    keys.push(sig);
-    keys.push("keys/acme/release.asc".into());
+    keys.extend(stack.upload_signed_release(
+        &gpg,
+        "widget",
+        "1.2.0",
+        &["linux_amd64", "darwin_arm64"],
+    ));
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     stack.deliver(&keys);
-    let token = tfreg_with_env(&["token", "create", "--table", &stack.table], &stack.env)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let token = stack.create_token(&[]);
     stack.calls();
     (stack, token)
 }

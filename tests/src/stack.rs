@@ -212,6 +212,43 @@ impl Stack {
         out.version_id().unwrap_or("null").to_owned()
     }
 
+    /// Uploads a signed release of `acme/TYPE` for `platforms` (its zips, SHA256SUMS and
+    /// signature, by `gpg`'s `release@example.test`) and that key under `keys/acme/`;
+    /// returns the keys uploaded, for [`Stack::deliver`].
+    pub fn upload_signed_release(
+        &self,
+        gpg: &crate::Gpg,
+        type_: &str,
+        version: &str,
+        platforms: &[&str],
+    ) -> Vec<String> {
+        let dir = format!("providers/acme/{type_}/{version}");
+        let files = crate::provider_release(type_, version, platforms);
+        let mut keys = Vec::new();
+        for (name, content) in &files {
+            self.upload(&format!("{dir}/{name}"), content);
+            keys.push(format!("{dir}/{name}"));
+        }
+        let (sums_name, sums) = files.last().unwrap();
+        let sig = format!("{dir}/{sums_name}.sig");
+        self.upload(&sig, &gpg.sign("release@example.test", sums, None));
+        self.upload("keys/acme/release.asc", &gpg.export("release@example.test"));
+        keys.push(sig);
+        keys.push("keys/acme/release.asc".into());
+        keys
+    }
+
+    /// `tfreg token create --table` with `args`: the new token.
+    pub fn create_token(&self, args: &[&str]) -> String {
+        let mut all = vec!["token", "create", "--table", &self.table];
+        all.extend_from_slice(args);
+        crate::tfreg_with_env(&all, &self.env)
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned()
+    }
+
     /// Deletes an object (a delete marker, in the versioned bucket).
     pub fn delete(&self, key: &str) {
         let delete = self.s3.delete_object().bucket(&self.bucket).key(key);

@@ -540,6 +540,8 @@ struct AfterQuery {
     partition: String,
     queries_until: std::sync::Mutex<usize>,
     meanwhile: Meanwhile,
+    /// Every query, of any partition.
+    queries: std::sync::atomic::AtomicUsize,
 }
 
 impl AfterQuery {
@@ -549,6 +551,7 @@ impl AfterQuery {
             partition,
             queries_until: std::sync::Mutex::new(usize::MAX),
             meanwhile,
+            queries: Default::default(),
         }
     }
 
@@ -581,6 +584,8 @@ impl tfreg_core::MetadataStore for AfterQuery {
         &self,
         partition: &str,
     ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.queries
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let records = self.inner.query(partition).await?;
         if partition == self.partition {
             let run = {
@@ -597,6 +602,9 @@ impl tfreg_core::MetadataStore for AfterQuery {
     }
     async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
         self.inner.scan().await
+    }
+    fn generation(&self) -> Option<u64> {
+        Some(self.inner.generation())
     }
 }
 
@@ -1029,52 +1037,18 @@ async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
     );
 }
 
-/// Counts the queries that reach a store that counts its writes.
-struct CountingQueries {
-    inner: Arc<MemoryMetadataStore>,
-    queries: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl tfreg_core::MetadataStore for CountingQueries {
-    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
-        self.inner.put(record).await
-    }
-    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
-        self.inner.delete(id).await
-    }
-    async fn get(
-        &self,
-        id: &tfreg_core::store::RecordId,
-    ) -> Result<Option<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.inner.get(id).await
-    }
-    async fn query(
-        &self,
-        partition: &str,
-    ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.queries
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.query(partition).await
-    }
-    async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.inner.scan().await
-    }
-    fn generation(&self) -> Option<u64> {
-        Some(self.inner.generation())
-    }
-}
-
 #[tokio::test]
 async fn a_store_that_counts_its_writes_gets_each_provider_judged_once_per_change() {
     let world = World::new();
     world
         .publish_release(&format!("{SUMS}.sig"), "release.asc")
         .await;
-    let counting = Arc::new(CountingQueries {
-        inner: world.metadata.clone(),
-        queries: Default::default(),
-    });
+    let never: Meanwhile = Box::new(|| Box::pin(async {}));
+    let counting = Arc::new(AfterQuery::new(
+        world.metadata.clone(),
+        String::new(),
+        never,
+    ));
     let registry = Registry::new(counting.clone(), world.artifacts.clone());
     let queries = || counting.queries.load(std::sync::atomic::Ordering::SeqCst);
     for _ in 0..5 {
