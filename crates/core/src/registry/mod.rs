@@ -337,17 +337,18 @@ impl Registry {
         })
     }
 
-    /// Every package the mirror offers for `hostname/provider`, by version and platform:
-    /// what was uploaded under `mirror/<hostname>/`; for the registry's own hostname, its
-    /// served (signed) providers only, never an upload: an unsigned zip must not pass for
-    /// one of the registry's own providers.
+    /// Every version the mirror offers for `hostname/provider`, with the packages of
+    /// `packages_of` (the index needs none; a version's answer its own): what was uploaded
+    /// under `mirror/<hostname>/`; for the registry's own hostname, its served (signed)
+    /// providers only, never an upload: an unsigned zip must not pass for one of the
+    /// registry's own providers.
     async fn mirror_packages(
         &self,
         access: &Access,
         hostname: &Hostname,
         provider: &ProviderAddress,
         origin: &Origin,
-        only: Option<&Version>,
+        packages_of: Option<&Version>,
     ) -> Result<BTreeMap<Version, BTreeMap<Platform, PackageRecord>>, StoreError> {
         if !access.allows(&provider.namespace) {
             return Ok(BTreeMap::new());
@@ -356,9 +357,9 @@ impl Registry {
         if self.is_own(hostname, origin) {
             let judged = self.provider_releases(provider).await?;
             for release in judged.iter().filter_map(|(_, s)| s.as_ref()) {
-                // Every version is listed, but only the one asked for is copied whole.
+                // Every version is listed; only the one asked for has its packages copied.
                 let entry = packages.entry(release.version.clone()).or_default();
-                if only.is_none_or(|v| v == &release.version) {
+                if packages_of == Some(&release.version) {
                     entry.extend(release.packages.clone());
                 }
             }
@@ -377,10 +378,10 @@ impl Registry {
         // Several spellings of one file: the first key wins, deterministically.
         uploaded.sort_by(|a, b| b.key.cmp(&a.key));
         for package in uploaded {
-            packages
-                .entry(package.version.clone())
-                .or_default()
-                .insert(package.platform.clone(), package);
+            let entry = packages.entry(package.version.clone()).or_default();
+            if packages_of == Some(&package.version) {
+                entry.insert(package.platform.clone(), package);
+            }
         }
         Ok(packages)
     }
