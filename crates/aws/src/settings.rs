@@ -161,25 +161,38 @@ impl CacheSetting {
 
 /// Parses a cache time to live, at most [`CACHE_TTL_MAX`].
 pub fn cache_ttl(value: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(value.trim())
-        .map_err(|e| format!("is not a duration like 60s ({e})"))?;
-    if ttl > CACHE_TTL_MAX {
-        return Err(
-            "must be at most 5m (it is how long a revoked token or a removed key still works)"
-                .into(),
-        );
-    }
-    Ok(ttl)
+    duration_within(
+        value,
+        "60s",
+        (Duration::ZERO, CACHE_TTL_MAX),
+        "must be at most 5m (it is how long a revoked token or a removed key still works)",
+    )
 }
 
 /// Parses how often "last used" is written, between a minute and a day.
 pub fn last_used_interval(value: &str) -> Result<Duration, String> {
-    let interval = humantime::parse_duration(value.trim())
-        .map_err(|e| format!("is not a duration like 1h ({e})"))?;
-    if interval < Duration::from_secs(60) || interval > Duration::from_secs(24 * 3600) {
-        return Err("must be between 1m and 24h".into());
+    duration_within(
+        value,
+        "1h",
+        (Duration::from_secs(60), Duration::from_secs(24 * 3600)),
+        "must be between 1m and 24h",
+    )
+}
+
+/// Parses a duration (`example` shows the form) that must lie within `min..=max`;
+/// `out_of_range` says what else it must be.
+fn duration_within(
+    value: &str,
+    example: &str,
+    (min, max): (Duration, Duration),
+    out_of_range: &str,
+) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(value.trim())
+        .map_err(|e| format!("is not a duration like {example} ({e})"))?;
+    if duration < min || duration > max {
+        return Err(out_of_range.into());
     }
-    Ok(interval)
+    Ok(duration)
 }
 
 /// The shortest and longest web sessions.
@@ -190,13 +203,12 @@ pub const SESSION_LIFETIME_RANGE: (Duration, Duration) = (
 
 /// Parses a session lifetime within [`SESSION_LIFETIME_RANGE`].
 pub fn session_lifetime(value: &str) -> Result<Duration, String> {
-    let lifetime = humantime::parse_duration(value.trim())
-        .map_err(|e| format!("is not a duration like 12h ({e})"))?;
-    let (min, max) = SESSION_LIFETIME_RANGE;
-    if lifetime < min || lifetime > max {
-        return Err("must be between 5m and 30d".into());
-    }
-    Ok(lifetime)
+    duration_within(
+        value,
+        "12h",
+        SESSION_LIFETIME_RANGE,
+        "must be between 5m and 30d",
+    )
 }
 
 /// The registry's hostname, when it has a name of its own.
@@ -238,13 +250,12 @@ fn non_empty(value: &str) -> Result<String, String> {
 
 /// Parses a lifetime within [`URL_TTL_RANGE`].
 pub fn url_ttl(value: &str) -> Result<Duration, String> {
-    let ttl = humantime::parse_duration(value.trim())
-        .map_err(|e| format!("is not a duration like 5m ({e})"))?;
-    let (min, max) = URL_TTL_RANGE;
-    if ttl < min || ttl > max {
-        return Err("must be between 10s and 1h (presigned URLs cannot outlive the credentials that sign them)".into());
-    }
-    Ok(ttl)
+    duration_within(
+        value,
+        "5m",
+        URL_TTL_RANGE,
+        "must be between 10s and 1h (presigned URLs cannot outlive the credentials that sign them)",
+    )
 }
 
 fn secret(value: &str) -> Result<Secret, String> {

@@ -200,10 +200,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             // indexed before serving.
             let snapshot = Snapshot::of(&data);
             let loaded = snapshot.load();
-            let wait = match loaded {
-                Some(_) => RESTORED_WAIT,
-                None => FIRST_INDEX_WAIT,
-            };
+            let restored = loaded.is_some();
             let known = match loaded {
                 Some(restored) => {
                     tracing::info!(
@@ -222,8 +219,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 known,
             };
             let watcher =
-                DataDirWatcher::start_with(artifacts.clone(), indexer, watch, Some(persistence))
-                    .await?;
+                DataDirWatcher::start_with(artifacts.clone(), indexer, watch, Some(persistence));
             // What is served, for `tfreg publish` to wait on, from the first file indexed.
             let snapshots = crate::served::start(
                 &data,
@@ -241,13 +237,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let mut stopped = stop.clone();
             tokio::select! {
                 _ = watcher.first_index_done() => {}
-                _ = tokio::time::sleep(wait), if wait == RESTORED_WAIT => tracing::info!(
-                    "serving from the saved index while the data directory is checked for what changed meanwhile"
-                ),
-                _ = tokio::time::sleep(wait), if wait == FIRST_INDEX_WAIT => tracing::warn!(
-                    "the first index of the data directory is still running after {}s; serving what is indexed so far",
-                    FIRST_INDEX_WAIT.as_secs()
-                ),
+                _ = tokio::time::sleep(if restored { RESTORED_WAIT } else { FIRST_INDEX_WAIT }) => {
+                    if restored {
+                        tracing::info!("serving from the saved index while the data directory is checked for what changed meanwhile");
+                    } else {
+                        tracing::warn!(
+                            "the first index of the data directory is still running after {}s; serving what is indexed so far",
+                            FIRST_INDEX_WAIT.as_secs()
+                        );
+                    }
+                }
                 _ = stopped.wait_for(|stop| *stop) => {
                     tracing::info!("stopped");
                     return Ok(());

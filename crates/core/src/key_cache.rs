@@ -29,7 +29,7 @@ pub struct CachedKeys {
 /// A namespace's keys partition, and when it was read.
 struct KeptKeys {
     read_at: Instant,
-    records: Arc<Vec<Record>>,
+    records: Vec<Record>,
 }
 
 impl CachedKeys {
@@ -81,7 +81,7 @@ impl MetadataStore for CachedKeys {
         if let Ok(partitions) = self.partitions.lock() {
             if let Some(kept) = partitions.get(partition) {
                 if now.saturating_duration_since(kept.read_at) < self.ttl {
-                    return Ok(kept.records.as_ref().clone());
+                    return Ok(kept.records.clone());
                 }
             }
         }
@@ -92,7 +92,7 @@ impl MetadataStore for CachedKeys {
             }
             let kept = KeptKeys {
                 read_at: now,
-                records: Arc::new(records.clone()),
+                records: records.clone(),
             };
             partitions.insert(partition.to_owned(), kept);
         }

@@ -146,10 +146,11 @@ impl TokenStore for CachedTokens {
                     let stored = entry.record.last_used_at.is_some_and(|t| {
                         crate::tokens::unix(at) < t.saturating_add(interval.as_secs())
                     });
-                    if !recorded_here && !stored {
+                    let due = !recorded_here && !stored;
+                    if due {
                         entry.use_recorded_at = Some(now);
                     }
-                    !recorded_here && !stored
+                    due
                 }
                 // Not cached (a zero time to live): every use goes to the store, which
                 // coarsens them itself.
@@ -203,6 +204,16 @@ mod tests {
         seconds: Arc<AtomicU64>,
     }
 
+    impl Fixture {
+        /// A token stored behind the cache, and its `Authorization` header.
+        async fn stored_token(&self, now: SystemTime) -> (crate::tokens::NewToken, String) {
+            let token = generate(vec![], String::new(), None, now);
+            self.store.put(token.record.clone()).await.unwrap();
+            let header = format!("Bearer {}", token.token);
+            (token, header)
+        }
+    }
+
     fn fixture() -> Fixture {
         let store = Arc::new(Counting::default());
         let seconds = Arc::new(AtomicU64::new(0));
@@ -223,9 +234,7 @@ mod tests {
     async fn a_busy_token_is_read_once_per_minute_and_its_use_recorded_once_per_hour() {
         let f = fixture();
         let now = SystemTime::now();
-        let token = generate(vec![], String::new(), None, now);
-        f.store.put(token.record.clone()).await.unwrap();
-        let header = format!("Bearer {}", token.token);
+        let (_, header) = f.stored_token(now).await;
         for second in 0..7200 {
             f.seconds.store(second, Ordering::SeqCst);
             let at = now + Duration::from_secs(second);
@@ -244,9 +253,7 @@ mod tests {
     async fn a_revoked_token_is_refused_once_its_record_is_older_than_the_ttl() {
         let f = fixture();
         let now = SystemTime::now();
-        let token = generate(vec![], String::new(), None, now);
-        f.store.put(token.record.clone()).await.unwrap();
-        let header = format!("Bearer {}", token.token);
+        let (token, header) = f.stored_token(now).await;
         assert!(authenticate(&f.cache, Some(&header), now)
             .await
             .unwrap()

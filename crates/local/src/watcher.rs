@@ -80,12 +80,12 @@ impl DataDirWatcher {
     /// Lists the data directory and starts indexing it in the background, then keeps
     /// watching it. Returns at once: [`DataDirWatcher::first_index_done`] tells when every
     /// file found at start has been indexed.
-    pub async fn start(
+    pub fn start(
         store: Arc<FsArtifactStore>,
         indexer: Arc<Indexer>,
         options: WatchOptions,
-    ) -> Result<Self, StoreError> {
-        Self::start_with(store, indexer, options, None).await
+    ) -> Self {
+        Self::start_with(store, indexer, options, None)
     }
 
     /// As [`DataDirWatcher::start`], from a restored index and saving it as it changes.
@@ -93,12 +93,13 @@ impl DataDirWatcher {
     /// Returns at once: setting up notifications and the first scan (one `stat` per file,
     /// which over tens of thousands of files takes a second or more) run in the background
     /// too, so a server restored from a saved index can answer from it meanwhile.
-    pub async fn start_with(
+    /// Needs a Tokio runtime; a scan that fails is logged and retried at the next rescan.
+    pub fn start_with(
         store: Arc<FsArtifactStore>,
         indexer: Arc<Indexer>,
         options: WatchOptions,
         persistence: Option<Persistence>,
-    ) -> Result<Self, StoreError> {
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let (first_done, first_index) = watch::channel(false);
         let (known, saving) = match persistence {
@@ -155,7 +156,7 @@ impl DataDirWatcher {
             // Held until the watcher stops: dropping it ends notifications.
             sync.run(rx, options).await;
         });
-        Ok(Self { task, first_index })
+        Self { task, first_index }
     }
 
     /// Waits until every file present at start has been indexed.

@@ -197,21 +197,9 @@ impl Bench {
                 Server::start_with_env(data.path(), &extra, &[("RUST_LOG", level.to_string())])
             })
             .collect();
-        let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
-        for round in 0..3 {
-            for step in 0..servers.len() {
-                let i = (step + round) % servers.len();
-                let load = wrk(
-                    &format!("{}{}", servers[i].url, ENDPOINTS[1].1),
-                    &auth,
-                    shape,
-                );
-                rounds[i].push(load.requests_per_sec);
-            }
-        }
+        let medians = in_turns(&servers, ENDPOINTS[1].1, &auth, shape);
         drop(servers);
-        let medians: Vec<f64> = rounds.iter_mut().map(|r| median(r)).collect();
-        let (quiet, logged, chatty) = (medians[0], medians[1], medians[2]);
+        let (quiet, logged, chatty) = (medians[0].0, medians[1].0, medians[2].0);
         let logging_cost = 1.0 - logged / quiet;
         let every_line_cost = 1.0 - chatty / quiet;
 
@@ -274,26 +262,13 @@ impl Bench {
         );
         let mut worst_many: f64 = f64::MAX;
         for (name, path) in [ENDPOINTS[1], ENDPOINTS[3]] {
-            let mut rounds: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-            let mut p99 = Vec::new();
-            for round in 0..3 {
-                for step in 0..2 {
-                    let i = (step + round) % 2;
-                    let load = wrk(&format!("{}{path}", pair[i].url), &auth, shape);
-                    assert_eq!(load.errors, 0, "{name}");
-                    rounds[i].push(load.requests_per_sec);
-                    if i == 1 {
-                        p99.push(load.p99_ms);
-                    }
-                }
-            }
-            let (one, crowd) = (median(&mut rounds[0]), median(&mut rounds[1]));
+            let medians = in_turns(&pair, path, &auth, shape);
+            let ((one, _), (crowd, crowd_p99)) = (medians[0], medians[1]);
             let share = crowd / one;
             worst_many = worst_many.min(share);
             let _ = writeln!(
                 many,
-                "| {name} | {one:.0} | {crowd:.0} | {:.2} ms | {share:.2}× |",
-                median(&mut p99)
+                "| {name} | {one:.0} | {crowd:.0} | {crowd_p99:.2} ms | {share:.2}× |"
             );
         }
         drop(pair);
@@ -745,6 +720,28 @@ impl Bench {
         std::fs::write(&path, out).unwrap();
         println!("wrote {}", path.display());
     }
+}
+
+/// Each server's median requests/s and p99 (ms) on `path`, measured in turns over three
+/// rounds, each round starting with the next server, so drift between processes and over
+/// the run falls on all of them alike.
+fn in_turns(servers: &[Server], path: &str, auth: &[String], shape: LoadShape) -> Vec<(f64, f64)> {
+    let mut rates = vec![Vec::new(); servers.len()];
+    let mut p99s = vec![Vec::new(); servers.len()];
+    for round in 0..3 {
+        for step in 0..servers.len() {
+            let i = (step + round) % servers.len();
+            let load = wrk(&format!("{}{path}", servers[i].url), auth, shape);
+            assert_eq!(load.errors, 0, "{path}");
+            rates[i].push(load.requests_per_sec);
+            p99s[i].push(load.p99_ms);
+        }
+    }
+    rates
+        .iter_mut()
+        .zip(p99s.iter_mut())
+        .map(|(rate, p99)| (median(rate), median(p99)))
+        .collect()
 }
 
 /// The median of `values`.
