@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod dynamo;
+pub mod grants;
 pub mod s3;
 pub mod settings;
 pub mod upload;
@@ -11,5 +12,6 @@ pub mod wiring;
 
 pub use config::{config_loader, dynamodb_client, s3_client, sdk_config};
 pub use dynamo::{DynamoMetadataStore, DynamoTokenStore};
+pub use grants::DynamoGrantStore;
 pub use s3::S3ArtifactStore;
 pub use wiring::Aws;

@@ -3,9 +3,11 @@
 //! the same limits everywhere. A function or command flattens the groups it uses and no
 //! others, so a setting meant for one family can never stop another from starting.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
+use tfreg_core::identity::IdentityConfig;
 use tfreg_core::Hostname;
 
 /// The shortest and longest download-URL lifetimes. A presigned URL dies with the temporary
@@ -343,4 +345,79 @@ mod tests {
             .unwrap_err()
             .contains("between 1m and 24h"));
     }
+}
+
+/// Signing in (`terraform login`, the web pages) with an identity provider, and CI token
+/// exchange (README: "Signing in and CI").
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdentitySettings {
+    /// The identity document (JSON: the sign-in provider, the claims-to-namespaces
+    /// mapping, the CI rules), or the path of a file holding it.
+    #[arg(long = "identity", env = "TFREG_IDENTITY", value_parser = identity_document)]
+    pub identity: Option<IdentityDocument>,
+    /// The client secret of the sign-in provider's client; none for a public client.
+    #[arg(long, env = "TFREG_OIDC_CLIENT_SECRET", hide_env_values = true, value_parser = non_empty)]
+    pub oidc_client_secret: Option<String>,
+    /// The ARN of a Secrets Manager secret whose string is the client secret (read at
+    /// start; what the Lambda functions use).
+    #[arg(long, env = "TFREG_OIDC_CLIENT_SECRET_ARN", value_parser = non_empty)]
+    pub oidc_client_secret_arn: Option<String>,
+}
+
+impl IdentitySettings {
+    /// The checked identity settings, if any.
+    pub fn config(&self) -> Option<Arc<IdentityConfig>> {
+        self.identity.as_ref().map(|d| Arc::clone(&d.config))
+    }
+
+    /// What the web pages' sign-in button calls the provider, when there is one.
+    pub fn sign_in_with(&self) -> Option<String> {
+        let identity = self.identity.as_ref()?;
+        Some(identity.config.sign_in.as_ref()?.display_name().to_owned())
+    }
+}
+
+/// A checked identity document, and its text (two are equal when their texts are).
+#[derive(Clone)]
+pub struct IdentityDocument {
+    pub text: String,
+    pub config: Arc<IdentityConfig>,
+}
+
+impl PartialEq for IdentityDocument {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+impl Eq for IdentityDocument {}
+
+impl std::fmt::Debug for IdentityDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentityDocument")
+            .field("sign_in", &self.config.sign_in.as_ref().map(|s| &s.issuer))
+            .field("ci_rules", &self.config.ci.len())
+            .finish()
+    }
+}
+
+/// An identity document given inline (starting with `{`) or as a file path.
+pub fn identity_document(value: &str) -> Result<IdentityDocument, String> {
+    let value = value.trim();
+    let text = if value.starts_with('{') {
+        value.to_owned()
+    } else {
+        let path = std::path::Path::new(value);
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {value}: {e}"))?;
+        if meta.len() > tfreg_core::identity::config::MAX_DOCUMENT_BYTES as u64 {
+            return Err(format!(
+                "{value} is larger than an identity document may be"
+            ));
+        }
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read {value}: {e}"))?
+    };
+    let config = IdentityConfig::parse(&text)?;
+    Ok(IdentityDocument {
+        text,
+        config: Arc::new(config),
+    })
 }

@@ -44,6 +44,33 @@ impl Aws {
         DynamoTokenStore::new(crate::dynamodb_client(&self.sdk), table)
     }
 
+    /// The string of a Secrets Manager secret (the sign-in client's secret).
+    pub async fn secret_string(&self, arn: &str) -> Result<String, tfreg_core::StoreError> {
+        let client = aws_sdk_secretsmanager::Client::new(&self.sdk);
+        let out = client
+            .get_secret_value()
+            .secret_id(arn)
+            .send()
+            .await
+            .map_err(|e| {
+                tfreg_core::StoreError::with_source(
+                    format!("cannot read the secret {arn} from Secrets Manager"),
+                    e.into_service_error(),
+                )
+            })?;
+        out.secret_string()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                tfreg_core::StoreError::new(format!("the secret {arn} has no string value"))
+            })
+    }
+
+    /// The one-time sign-in records on `table`.
+    pub fn grants(&self, table: &str) -> crate::DynamoGrantStore {
+        crate::DynamoGrantStore::new(crate::dynamodb_client(&self.sdk), table)
+    }
+
     /// The artifact store on `bucket`: URLs presigned for `url_ttl`; with a `redirect`
     /// signer, the registry's own signed URLs that redirect to presigned ones.
     pub fn artifacts(

@@ -15,6 +15,10 @@ pub struct Aws {
     pub metadata: Arc<dyn MetadataStore>,
     pub artifacts: Arc<dyn ArtifactStore>,
     pub tokens: Arc<dyn TokenStore>,
+    /// One-time sign-in records (for `serve --identity`).
+    pub grants: Arc<dyn tfreg_core::identity::GrantStore>,
+    /// The SDK's configuration, for what else is read (Secrets Manager).
+    pub sdk: tfreg_aws::Aws,
 }
 
 impl Aws {
@@ -32,6 +36,8 @@ impl Aws {
             metadata: Arc::new(aws.metadata(table, indexing)),
             artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
             tokens: Arc::new(aws.tokens(table)),
+            grants: Arc::new(aws.grants(table)),
+            sdk: aws,
         }
     }
 

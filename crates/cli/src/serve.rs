@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use tfreg_aws::settings::{BucketSetting, DownloadMode, PublicSetting, TableSetting, WebSettings};
+use tfreg_aws::settings::{
+    BucketSetting, DownloadMode, IdentitySettings, PublicSetting, TableSetting, WebSettings,
+};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{Hostname, Indexer, Registry};
@@ -67,6 +69,11 @@ pub struct ServeArgs {
     /// The web pages: README images, sessions.
     #[command(flatten)]
     web: WebSettings,
+
+    /// Signing in (`terraform login`, the web pages) with an identity provider, and CI
+    /// token exchange.
+    #[command(flatten)]
+    identity: IdentitySettings,
 
     /// With --table: `presigned` hands Terraform URLs presigned for GET; `redirect` hands it
     /// this server's own signed URLs, which redirect GET and HEAD to URLs presigned for each.
@@ -173,13 +180,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     .await;
             let registry =
                 Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
+            let secret = match &args.identity.oidc_client_secret_arn {
+                Some(arn) => Some(aws.sdk.secret_string(arn).await?),
+                None => args.identity.oidc_client_secret.clone(),
+            };
+            let issuing = Arc::clone(&aws.tokens);
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public.public).then_some(aws.tokens);
             // With presigned downloads there is nothing for this server to sign.
-            let app = tfreg_http::router(web(
+            let state = web(
                 AppState::new(registry, redirect, tokens),
                 &args.web,
                 &signer,
-            ));
+            );
+            let state = login(state, &args.identity, secret, issuing, aws.grants);
+            let app = tfreg_http::router(state);
             (app, None, None)
         }
         _ => {
@@ -253,14 +267,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
             }
             let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
+            let file_tokens = Arc::new(FileTokenStore::new(state_dir.path()));
             let tokens: Option<Arc<dyn TokenStore>> = if args.public.public {
                 None
             } else {
-                let tokens = FileTokenStore::new(state_dir.path());
+                let tokens = Arc::clone(&file_tokens);
                 if let Err(e) = tokens.purge() {
                     tracing::warn!(error = %e, "could not purge long-expired tokens");
                 }
-                let tokens = Arc::new(tokens);
                 // Uses ("last used") are written together, at most about once a minute.
                 let flushing = Arc::clone(&tokens);
                 tokio::spawn(async move {
@@ -278,6 +292,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 &args.web,
                 &signer,
             );
+            let grants = Arc::new(tfreg_local::FileGrantStore::new(state_dir.path()));
+            let secret = args.identity.oidc_client_secret.clone();
+            let state = login(state, &args.identity, secret, file_tokens, grants);
             let app = tfreg_http::router(state);
             (app, Some(watcher), Some(snapshots))
         }
@@ -457,6 +474,43 @@ fn print_banner(b: &Banner<'_>) {
     print!("{out}");
     use std::io::Write;
     let _ = std::io::stdout().flush();
+}
+
+/// Signing in and CI exchange, when an identity document is given: tokens issued into
+/// `tokens`, one-time records in `grants`, web sessions signed as the pages' are.
+fn login(
+    state: AppState,
+    settings: &IdentitySettings,
+    client_secret: Option<String>,
+    tokens: Arc<dyn TokenStore>,
+    grants: Arc<dyn tfreg_core::identity::GrantStore>,
+) -> AppState {
+    let Some(identity) = settings.config() else {
+        return state;
+    };
+    let mut identity = identity.as_ref().clone();
+    if let Some(sign_in) = identity.sign_in.as_mut() {
+        sign_in.client_secret = client_secret;
+        tracing::info!(
+            issuer = sign_in.issuer,
+            "people sign in with their identity provider (terraform login)"
+        );
+    }
+    if !identity.ci.is_empty() {
+        tracing::info!(
+            rules = identity.ci.len(),
+            "CI jobs may exchange their ID tokens"
+        );
+    }
+    let login = tfreg_http::login::LoginState {
+        identity: Arc::new(identity),
+        tokens,
+        grants: tfreg_core::identity::Grants::new(grants),
+        oidc: Arc::new(tfreg_http::login::Oidc::new()),
+        sessions: state.sessions.clone(),
+        session_lifetime: state.web.session_lifetime,
+    };
+    state.with_login(login)
 }
 
 /// The web pages' settings: sessions signed with a key derived from `--session-secret`,

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
+use tfreg_core::identity::audit::{self, Event};
 use tfreg_core::tokens::{generate, unix, TokenRecord, TokenStore};
 use tfreg_core::Namespace;
 use tfreg_local::{FileTokenStore, StateDir};
@@ -86,6 +87,12 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             let store = store(&location).await?;
             let new = generate(namespaces, description, expires, SystemTime::now());
             store.put(new.record.clone()).await?;
+            audit::record(
+                Event::Issued,
+                Some(&new.record.id),
+                None,
+                "tfreg token create",
+            );
             let scope = if new.record.namespaces.is_empty() {
                 "all namespaces".to_owned()
             } else {
@@ -123,7 +130,14 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
                 return Ok(());
             }
             record.revoked_at = Some(unix(SystemTime::now()));
+            let subject = record.subject.clone();
             store.put(record).await.context("cannot revoke")?;
+            audit::record(
+                Event::Revoked,
+                Some(&id),
+                subject.as_deref(),
+                "tfreg token revoke",
+            );
             println!("Revoked token {id}.");
         }
     }
@@ -139,6 +153,8 @@ fn table(tokens: &[TokenRecord], now: SystemTime) -> String {
         "CREATED".to_owned(),
         "EXPIRES".to_owned(),
         "LAST USED".to_owned(),
+        "ISSUED TO".to_owned(),
+        "HOW".to_owned(),
         "DESCRIPTION".to_owned(),
     ]];
     for t in tokens {
@@ -165,10 +181,14 @@ fn table(tokens: &[TokenRecord], now: SystemTime) -> String {
             time(t.created_at),
             t.expires_at.map_or("never".into(), time),
             t.last_used_at.map_or("never".into(), time),
+            t.subject.clone().unwrap_or_else(|| "-".into()),
+            t.issued_via
+                .clone()
+                .unwrap_or_else(|| "tfreg token create".into()),
             t.description.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
+    let widths: Vec<usize> = (0..9)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();

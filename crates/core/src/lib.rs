@@ -13,6 +13,7 @@
 
 pub mod gpg;
 pub mod hash;
+pub mod identity;
 pub mod index;
 pub mod key_cache;
 pub mod layout;

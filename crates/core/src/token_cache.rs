@@ -149,6 +149,12 @@ impl TokenStore for CachedTokens {
                     let due = !recorded_here && !stored;
                     if due {
                         entry.use_recorded_at = Some(now);
+                        // A first use is a first use once: later reads of this entry
+                        // are used tokens.
+                        entry
+                            .record
+                            .last_used_at
+                            .get_or_insert(crate::tokens::unix(at));
                     }
                     due
                 }

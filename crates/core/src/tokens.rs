@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::identity::audit::{self, Event};
 use crate::names::Namespace;
 use crate::store::StoreError;
 
@@ -41,6 +42,14 @@ pub struct TokenRecord {
     pub revoked_at: Option<u64>,
     #[serde(default)]
     pub last_used_at: Option<u64>,
+    /// Who it was issued to: the person (`terraform login`, web sign-in) or the CI job
+    /// (exchange), as their identity provider names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// How it was issued ("terraform login via https://...", "CI exchange, rule ...");
+    /// `None`: made by `tfreg token create`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_via: Option<String>,
 }
 
 impl TokenRecord {
@@ -162,6 +171,8 @@ pub fn generate(
             expires_at: lifetime.map(|l| unix(now).saturating_add(l.as_secs())),
             revoked_at: None,
             last_used_at: None,
+            subject: None,
+            issued_via: None,
         },
     }
 }
@@ -205,20 +216,30 @@ pub async fn authenticate_record(
         return Ok(Err(AuthError::Malformed));
     }
     let Some((id, secret)) = split(token.trim()) else {
+        audit::record(Event::Refused, None, None, "not a token of this registry");
         return Ok(Err(AuthError::Invalid));
     };
     let Some(record) = store.get(id).await? else {
+        audit::record(Event::Refused, Some(id), None, "no such token");
         return Ok(Err(AuthError::Invalid));
     };
     let given = secret_hash(secret);
+    let subject = record.subject.as_deref();
     if !bool::from(given.as_bytes().ct_eq(record.secret_sha256.as_bytes())) {
+        audit::record(Event::Refused, Some(id), subject, "wrong secret");
         return Ok(Err(AuthError::Invalid));
     }
     if record.revoked_at.is_some() {
+        audit::record(Event::Refused, Some(id), subject, "revoked");
         return Ok(Err(AuthError::Revoked));
     }
     if record.is_expired(now) {
+        audit::record(Event::Refused, Some(id), subject, "expired");
         return Ok(Err(AuthError::Expired));
+    }
+    if record.last_used_at.is_none() {
+        let how = record.issued_via.as_deref().unwrap_or("tfreg token create");
+        audit::record(Event::FirstUse, Some(id), subject, how);
     }
     // "Last used" is informational: failing to record it must not refuse a valid token.
     if let Err(e) = store.record_use(id, now).await {

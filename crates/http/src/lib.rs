@@ -7,6 +7,7 @@
 pub mod error;
 pub mod extract;
 pub mod logging;
+pub mod login;
 pub mod middleware;
 pub mod routes;
 pub mod web;
@@ -38,6 +39,9 @@ pub enum Family {
     /// The web pages: `/`, `/modules/...`, `/providers/...`, `/namespaces/...`,
     /// `/sign-in`, `/sign-out`, `/assets/...`
     Web,
+    /// Signing in: `/oauth/...` (`terraform login`, the pages' sign-in with the identity
+    /// provider, CI token exchange)
+    Login,
 }
 
 impl Family {
@@ -50,6 +54,7 @@ impl Family {
             p if p.starts_with("/v1/providers/") => Family::Providers,
             p if p.starts_with("/v1/mirror/") => Family::Mirror,
             p if p.starts_with("/v1/artifacts/") => Family::Downloads,
+            p if p.starts_with("/oauth/") => Family::Login,
             "/" | "/sign-in" | "/sign-out" => Family::Web,
             p if ["/modules/", "/providers/", "/namespaces/", "/assets/"]
                 .iter()
@@ -70,6 +75,7 @@ impl Family {
             Family::Mirror => "mirror",
             Family::Downloads => "downloads",
             Family::Web => "web",
+            Family::Login => "login",
         }
     }
 }
@@ -102,6 +108,8 @@ pub struct AppState {
     /// Signs the web pages' sessions; `None`: no signing in (pages need a header).
     pub sessions: Option<web::SessionKey>,
     pub web: web::WebOptions,
+    /// Signing in with an identity provider, and CI token exchange; `None`: not configured.
+    pub login: Option<login::LoginState>,
 }
 
 impl AppState {
@@ -118,7 +126,19 @@ impl AppState {
             discovery: Discovery::default(),
             sessions: None,
             web: web::WebOptions::default(),
+            login: None,
         }
+    }
+
+    /// Signs people in with an identity provider and exchanges CI tokens: the login
+    /// family's routes, `login.v1` in discovery when people sign in, and the pages'
+    /// sign-in button.
+    pub fn with_login(mut self, login: login::LoginState) -> Self {
+        if login.identity.sign_in.is_some() {
+            self.discovery = self.discovery.with_login();
+        }
+        self.login = Some(login);
+        self
     }
 
     /// Lets people sign in to the web pages, with sessions signed by `key`.
@@ -139,6 +159,12 @@ impl AppState {
             tokens: self.tokens.clone(),
             sessions: self.sessions.clone(),
             options: self.web.clone(),
+            sign_in_with: self
+                .login
+                .as_ref()
+                .filter(|l| l.sessions.is_some())
+                .and_then(|l| l.identity.sign_in.as_ref())
+                .map(|s| s.display_name().to_owned()),
         }
     }
 
@@ -166,6 +192,10 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::providers::routes(api.clone()))
         .merge(routes::mirror::routes(api))
         .merge(routes::artifacts::routes(state.downloads()));
+    let routes = match state.login {
+        Some(login) => routes.merge(login::routes(login)),
+        None => routes,
+    };
     finish(routes)
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 use tfreg_aws::settings::{
-    BucketSetting, CacheSetting, DownloadMode, DownloadSettings, HostnameSetting, PublicSetting,
-    TableSetting, WebSettings,
+    BucketSetting, CacheSetting, DownloadMode, DownloadSettings, HostnameSetting, IdentityDocument,
+    IdentitySettings, PublicSetting, TableSetting, WebSettings,
 };
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::token_cache::CacheSettings;
@@ -34,10 +34,12 @@ pub enum Function {
     Indexer,
     /// The web pages.
     Web,
+    /// Signing in: `terraform login`, the pages' sign-in with the provider, CI exchange.
+    Login,
 }
 
 impl Function {
-    pub const ALL: [Function; 7] = [
+    pub const ALL: [Function; 8] = [
         Function::Discovery,
         Function::Modules,
         Function::Providers,
@@ -45,6 +47,7 @@ impl Function {
         Function::Downloads,
         Function::Indexer,
         Function::Web,
+        Function::Login,
     ];
 
     /// The function's package name under `crates/functions/` (and `build/lambda/`).
@@ -57,6 +60,7 @@ impl Function {
             Function::Downloads => "downloads",
             Function::Indexer => "indexer",
             Function::Web => "web",
+            Function::Login => "login",
         }
     }
 
@@ -122,11 +126,30 @@ struct WebFunctionSettings {
     web: WebSettings,
     #[command(flatten)]
     cache: CacheSetting,
+    #[command(flatten)]
+    identity: IdentitySettings,
 }
 
-/// The discovery function has no settings.
+/// The settings of the login function: the tokens it issues, the sessions it starts, and
+/// the identity provider and CI rules it trusts.
 #[derive(Parser, Debug)]
-struct DiscoverySettings {}
+struct LoginFunctionSettings {
+    #[command(flatten)]
+    table: TableSetting,
+    #[command(flatten)]
+    hostname: HostnameSetting,
+    #[command(flatten)]
+    web: WebSettings,
+    #[command(flatten)]
+    identity: IdentitySettings,
+}
+
+/// The discovery function reads only whether people sign in (`login.v1`).
+#[derive(Parser, Debug)]
+struct DiscoverySettings {
+    #[command(flatten)]
+    identity: IdentitySettings,
+}
 
 /// What a function is configured with: the settings it parsed, the others at their
 /// defaults (and never read).
@@ -152,6 +175,14 @@ pub struct Config {
     pub session_secret: Option<Vec<u8>>,
     /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens and keys are kept in memory.
     pub cache: CacheSettings,
+    /// `TFREG_IDENTITY`: the sign-in provider and CI rules.
+    pub identity: Option<IdentityDocument>,
+    /// `TFREG_OIDC_CLIENT_SECRET`: the sign-in client's secret, given directly.
+    pub oidc_client_secret: Option<String>,
+    /// `TFREG_OIDC_CLIENT_SECRET_ARN`: the Secrets Manager secret holding it.
+    pub oidc_client_secret_arn: Option<String>,
+    /// What the web pages' sign-in button calls the identity provider.
+    pub sign_in_with: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -166,6 +197,8 @@ impl std::fmt::Debug for Config {
             .field("downloads", &self.downloads)
             .field("web", &self.web)
             .field("cache", &self.cache)
+            .field("identity", &self.identity)
+            .field("oidc_client_secret_arn", &self.oidc_client_secret_arn)
             .finish_non_exhaustive()
     }
 }
@@ -183,6 +216,10 @@ impl Default for Config {
             web: tfreg_http::web::WebOptions::DEFAULT,
             session_secret: None,
             cache: CacheSettings::DEFAULT,
+            identity: None,
+            oidc_client_secret: None,
+            oidc_client_secret_arn: None,
+            sign_in_with: None,
         }
     }
 }
@@ -278,8 +315,35 @@ impl Config {
         let get: &dyn Fn(&str) -> Option<String> = &get;
         match function {
             Function::Discovery => {
-                parse::<DiscoverySettings>(get)?;
-                Ok(Config::default())
+                let s = parse::<DiscoverySettings>(get)?;
+                Ok(Config {
+                    sign_in_with: s.identity.sign_in_with(),
+                    identity: s.identity.identity,
+                    ..Config::default()
+                })
+            }
+            Function::Login => {
+                let s = parse::<LoginFunctionSettings>(get)?;
+                let Some(identity) = s.identity.identity.clone() else {
+                    return Err(ConfigError {
+                        variable: "TFREG_IDENTITY".into(),
+                        problem: "is not set: the login function needs an identity document (the sign-in provider or CI rules)".into(),
+                    });
+                };
+                Ok(Config {
+                    table: required("TFREG_TABLE", s.table.table)?,
+                    hostname: s.hostname.get(),
+                    web: tfreg_http::web::WebOptions {
+                        remote_images: s.web.remote_images,
+                        session_lifetime: s.web.session_lifetime,
+                    },
+                    session_secret: s.web.session_secret.map(|secret| secret.0),
+                    sign_in_with: s.identity.sign_in_with(),
+                    identity: Some(identity),
+                    oidc_client_secret: s.identity.oidc_client_secret,
+                    oidc_client_secret_arn: s.identity.oidc_client_secret_arn,
+                    ..Config::default()
+                })
             }
             Function::Modules | Function::Providers | Function::Mirror => {
                 let s = parse::<ApiSettings>(get)?;
@@ -335,6 +399,7 @@ impl Config {
                     },
                     session_secret,
                     cache: s.cache.get(),
+                    sign_in_with: s.identity.sign_in_with(),
                     ..Config::default()
                 })
             }
@@ -371,7 +436,8 @@ pub fn environment_of(function: Function) -> Vec<String> {
             .collect()
     }
     match function {
-        Function::Discovery => vec![],
+        Function::Discovery => names::<DiscoverySettings>(),
+        Function::Login => names::<LoginFunctionSettings>(),
         Function::Modules | Function::Providers | Function::Mirror => names::<ApiSettings>(),
         Function::Downloads => names::<DownloadsSettings>(),
         Function::Indexer => names::<IndexerSettings>(),

@@ -133,9 +133,72 @@ async fn report_init_error(message: &str) {
 /// The discovery function: the document, and no AWS client at all.
 pub async fn run_discovery() -> Result<(), Error> {
     init_tracing();
-    configure(Function::Discovery).await?;
-    let routes = tfreg_http::routes::discovery::routes(Discovery::default());
+    let config = configure(Function::Discovery).await?;
+    let routes = tfreg_http::routes::discovery::routes(discovery(&config));
     lambda_http::run(tfreg_http::family(routes)).await
+}
+
+/// The discovery document: `login.v1` when people sign in.
+pub fn discovery(config: &Config) -> Discovery {
+    let signs_in = config
+        .identity
+        .as_ref()
+        .is_some_and(|d| d.config.sign_in.is_some());
+    match signs_in {
+        true => Discovery::default().with_login(),
+        false => Discovery::default(),
+    }
+}
+
+/// The login function: `terraform login`, the pages' sign-in with the identity provider,
+/// and CI token exchange, over the table (tokens and one-time records).
+pub async fn run_login() -> Result<(), Error> {
+    init_tracing();
+    let config = configure(Function::Login).await?;
+    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let state = match login_state(&config, &aws).await {
+        Ok(state) => state,
+        Err(e) => {
+            let message = format!(
+                "configuration: TFREG_OIDC_CLIENT_SECRET_ARN: {}",
+                error_chain(&e)
+            );
+            tracing::error!(error = message, "cannot start");
+            report_init_error(&message).await;
+            return Err(e.into());
+        }
+    };
+    lambda_http::run(tfreg_http::family(tfreg_http::login::routes(state))).await
+}
+
+/// The login family's state: the identity document with its client secret (from Secrets
+/// Manager when `TFREG_OIDC_CLIENT_SECRET_ARN` names one), over the table.
+pub async fn login_state(
+    config: &Config,
+    aws: &tfreg_aws::Aws,
+) -> Result<tfreg_http::login::LoginState, tfreg_core::StoreError> {
+    let mut identity = config
+        .identity
+        .as_ref()
+        .map(|d| d.config.as_ref().clone())
+        .unwrap_or_default();
+    if let Some(sign_in) = identity.sign_in.as_mut() {
+        sign_in.client_secret = match &config.oidc_client_secret_arn {
+            Some(arn) => Some(aws.secret_string(arn).await?),
+            None => config.oidc_client_secret.clone(),
+        };
+    }
+    Ok(tfreg_http::login::LoginState {
+        identity: Arc::new(identity),
+        tokens: Arc::new(aws.tokens(&config.table)),
+        grants: tfreg_core::identity::Grants::new(Arc::new(aws.grants(&config.table))),
+        oidc: Arc::new(tfreg_http::login::Oidc::new()),
+        sessions: config
+            .session_secret
+            .as_deref()
+            .map(tfreg_http::web::SessionKey::from_secret),
+        session_lifetime: config.web.session_lifetime,
+    })
 }
 
 /// The modules, providers and mirror functions: their family's routes (`routes`, e.g.
@@ -172,6 +235,7 @@ pub fn web_state(config: &Config, stores: Stores) -> tfreg_http::web::WebState {
         tokens: api.tokens,
         sessions,
         options: config.web.clone(),
+        sign_in_with: config.sign_in_with.clone(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! bucket, watched for changes, plus the server's own state under `DATA/.tfreg/`.
 
 pub mod fs_store;
+pub mod grants;
 pub mod metadata;
 pub mod server;
 pub mod snapshot;
@@ -10,6 +11,7 @@ pub mod tokens;
 pub mod watcher;
 
 pub use fs_store::FsArtifactStore;
+pub use grants::FileGrantStore;
 pub use metadata::LocalMetadataStore;
 pub use snapshot::Snapshot;
 pub use state::StateDir;

@@ -171,7 +171,16 @@ impl FileTokenStore {
 #[async_trait]
 impl TokenStore for FileTokenStore {
     async fn get(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
-        Ok(self.current()?.get(id).cloned())
+        let mut record = self.current()?.get(id).cloned();
+        // A use not yet written is a use all the same (a first use is audited once).
+        if let Some(record) = record.as_mut().filter(|r| r.last_used_at.is_none()) {
+            record.last_used_at = self
+                .pending_uses
+                .lock()
+                .ok()
+                .and_then(|u| u.get(id).copied());
+        }
+        Ok(record)
     }
 
     async fn put(&self, record: TokenRecord) -> Result<(), StoreError> {

@@ -3,7 +3,7 @@
 
 pub mod details;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::version::Version;
 
@@ -14,6 +14,46 @@ pub struct Discovery {
     pub modules_v1: String,
     #[serde(rename = "providers.v1")]
     pub providers_v1: String,
+    /// `terraform login`'s service, when the registry signs people in.
+    #[serde(rename = "login.v1", default, skip_serializing_if = "Option::is_none")]
+    pub login_v1: Option<LoginService>,
+}
+
+/// The `login.v1` service: an OAuth 2.0 authorization server Terraform signs in with
+/// (authorization code with PKCE, redirecting to `http://localhost:PORT/login`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginService {
+    pub client: String,
+    pub grant_types: Vec<String>,
+    pub authz: String,
+    pub token: String,
+    pub ports: [u16; 2],
+}
+
+impl LoginService {
+    /// The client id Terraform sends, and the only one accepted.
+    pub const CLIENT: &'static str = "terraform-cli";
+    /// The loopback ports `terraform login` may listen on.
+    pub const PORTS: [u16; 2] = [10000, 10010];
+
+    /// This registry's login service.
+    pub fn tfreg() -> Self {
+        Self {
+            client: Self::CLIENT.into(),
+            grant_types: vec!["authz_code".into()],
+            authz: "/oauth/authorization".into(),
+            token: "/oauth/token".into(),
+            ports: Self::PORTS,
+        }
+    }
+}
+
+impl Discovery {
+    /// The document of a registry that signs people in (`terraform login`).
+    pub fn with_login(mut self) -> Self {
+        self.login_v1 = Some(LoginService::tfreg());
+        self
+    }
 }
 
 impl Default for Discovery {
@@ -21,6 +61,7 @@ impl Default for Discovery {
         Self {
             modules_v1: "/v1/modules/".into(),
             providers_v1: "/v1/providers/".into(),
+            login_v1: None,
         }
     }
 }

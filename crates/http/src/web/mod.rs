@@ -29,6 +29,12 @@ use tfreg_core::tokens::{authenticate, Access, TokenStore};
 use tfreg_core::Registry;
 
 pub use session::SessionKey;
+pub(crate) use sign_in::{encode_query_value, local_path};
+
+/// A page of the site's layout for someone not signed in (the login family's messages).
+pub(crate) fn plain_page(title: &str, body: maud::Markup) -> maud::Markup {
+    layout::page(title, None, body)
+}
 
 /// What the pages need.
 #[derive(Clone)]
@@ -40,6 +46,9 @@ pub struct WebState {
     /// pages take only `Authorization` headers, and the sign-in page says why.
     pub sessions: Option<SessionKey>,
     pub options: WebOptions,
+    /// The identity provider the sign-in page offers (its display name), when one is
+    /// configured (the login family then serves `/oauth/sign-in`).
+    pub sign_in_with: Option<String>,
 }
 
 /// Settings of the pages.

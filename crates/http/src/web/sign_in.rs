@@ -40,7 +40,7 @@ pub struct SignOut {
 
 /// `next` when it is a path of this site (`/...`, not `//host` or `/\host`), else `/`: a
 /// sign-in link can never send anyone elsewhere.
-fn local_path(next: Option<&str>) -> String {
+pub(crate) fn local_path(next: Option<&str>) -> String {
     match next {
         Some(next)
             if next.starts_with('/')
@@ -85,7 +85,13 @@ fn same_site(headers: &HeaderMap) -> bool {
     }
 }
 
-fn form_page(status: StatusCode, next: &str, error: Option<&str>, sessions: bool) -> Response {
+fn form_page(
+    status: StatusCode,
+    next: &str,
+    error: Option<&str>,
+    sessions: bool,
+    provider: Option<&str>,
+) -> Response {
     let csrf = session::new_csrf_token();
     let body = html! {
         h1 { "Sign in" }
@@ -95,9 +101,18 @@ fn form_page(status: StatusCode, next: &str, error: Option<&str>, sessions: bool
                 "Pages answer requests that carry an Authorization: Bearer header."
             }
         } @else {
-            p { "Sign in with a registry token (" code { "tfreg token create" } "). You see the namespaces it may read." }
             @if let Some(error) = error {
                 p.bad #error role="alert" { (error) }
+            }
+            @if let Some(provider) = provider {
+                p {
+                    a.button #sign-in-with href={ "/oauth/sign-in?next=" (encode_query_value(next)) } {
+                        "Sign in with " (provider)
+                    }
+                }
+                p { "Or sign in with a registry token:" }
+            } @else {
+                p { "Sign in with a registry token (" code { "tfreg token create" } "). You see the namespaces it may read." }
             }
             form.stack method="post" action="/sign-in" {
                 label for="token" {
@@ -127,7 +142,7 @@ pub async fn form(
         if state.tokens.is_none() {
             return Redirect::to(&next).into_response();
         }
-        return form_page(StatusCode::OK, &next, None, false);
+        return form_page(StatusCode::OK, &next, None, false, None);
     };
     // Signed in already: on to where they were going.
     if let Some(cookie) = session::request_cookie(&headers, SESSION_COOKIE) {
@@ -135,7 +150,13 @@ pub async fn form(
             return Redirect::to(&next).into_response();
         }
     }
-    form_page(StatusCode::OK, &next, None, true)
+    form_page(
+        StatusCode::OK,
+        &next,
+        None,
+        true,
+        state.sign_in_with.as_deref(),
+    )
 }
 
 /// `POST /sign-in`.
@@ -153,6 +174,7 @@ pub async fn sign_in(
             "/",
             Some("The form could not be read: please sign in again."),
             true,
+            state.sign_in_with.as_deref(),
         );
     };
     let next = local_path(Some(&form.next));
@@ -169,13 +191,14 @@ pub async fn sign_in(
             &next,
             Some("This sign-in did not come from this registry's own form: please sign in again."),
             true,
+            state.sign_in_with.as_deref(),
         );
     }
     let now = SystemTime::now();
     let bearer = format!("Bearer {}", form.token.trim());
     let record = match authenticate_record(tokens.as_ref(), Some(&bearer), now).await {
         Ok(Ok(record)) => record,
-        Ok(Err(error)) => return refused(&next, error),
+        Ok(Err(error)) => return refused(&next, error, state.sign_in_with.as_deref()),
         Err(e) => return pages::store_failure(e),
     };
     let expires = SessionKey::expiry(&record, now, state.options.session_lifetime);
@@ -188,13 +211,19 @@ pub async fn sign_in(
     response
 }
 
-fn refused(next: &str, error: AuthError) -> Response {
+fn refused(next: &str, error: AuthError, provider: Option<&str>) -> Response {
     let message = match error {
         AuthError::Revoked => "This token has been revoked.",
         AuthError::Expired => "This token has expired.",
         _ => "This is not a valid token for this registry.",
     };
-    form_page(StatusCode::UNAUTHORIZED, next, Some(message), true)
+    form_page(
+        StatusCode::UNAUTHORIZED,
+        next,
+        Some(message),
+        true,
+        provider,
+    )
 }
 
 /// `POST /sign-out`: ends the session in this browser. (The token stays valid: revoke it

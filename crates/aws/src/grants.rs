@@ -1,0 +1,99 @@
+//! One-time sign-in records on the table: partition `grants#login` or `grants#code`, sort
+//! key the record's id. Taking one is a single `DeleteItem` returning the old item, so of
+//! concurrent takes exactly one gets it; the table's time to live removes what nobody took.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::Client;
+use tfreg_core::identity::grants::{GrantKind, GrantStore, Taken};
+use tfreg_core::StoreError;
+
+/// The grant store on the registry's table.
+#[derive(Clone, Debug)]
+pub struct DynamoGrantStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoGrantStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+}
+
+fn key(kind: GrantKind, id: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("grants#{}", kind.name())),
+        ),
+        ("sk".to_owned(), AttributeValue::S(id.to_owned())),
+    ])
+}
+
+#[async_trait]
+impl GrantStore for DynamoGrantStore {
+    async fn put(
+        &self,
+        kind: GrantKind,
+        id: &str,
+        doc: String,
+        expires_at: u64,
+    ) -> Result<(), StoreError> {
+        let mut item = key(kind, id);
+        item.insert("doc".into(), AttributeValue::S(doc));
+        item.insert(
+            "expires_at".into(),
+            AttributeValue::N(expires_at.to_string()),
+        );
+        // DynamoDB's time to live removes it a while after; expiry itself is checked on take.
+        item.insert("ttl".into(), AttributeValue::N(expires_at.to_string()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| {
+                StoreError::with_source(
+                    format!("DynamoDB PutItem on table {} failed", self.table),
+                    e.into_service_error(),
+                )
+            })?;
+        Ok(())
+    }
+
+    async fn take(&self, kind: GrantKind, id: &str) -> Result<Option<Taken>, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(kind, id)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| {
+                StoreError::with_source(
+                    format!("DynamoDB DeleteItem on table {} failed", self.table),
+                    e.into_service_error(),
+                )
+            })?;
+        let Some(item) = out.attributes else {
+            return Ok(None);
+        };
+        let doc = match item.get("doc") {
+            Some(AttributeValue::S(doc)) => doc.clone(),
+            _ => return Err(StoreError::new("a grant item has no `doc`")),
+        };
+        let expires_at = match item.get("expires_at") {
+            Some(AttributeValue::N(n)) => n.parse().unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Some(Taken { doc, expires_at }))
+    }
+}

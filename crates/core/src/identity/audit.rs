@@ -1,0 +1,57 @@
+//! The audit trail: one structured log line (target `tfreg::audit`) for every token
+//! issued, exchanged, used for the first time, revoked or refused, with the token's id,
+//! who it belongs to and why. Never the secret: an id identifies a token without granting
+//! anything.
+
+/// What happened to a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Made by `tfreg token create`, `terraform login` or a web sign-in.
+    Issued,
+    /// Made for a CI job in exchange for its ID token.
+    Exchanged,
+    /// Accepted for the first time.
+    FirstUse,
+    /// Revoked by `tfreg token revoke`.
+    Revoked,
+    /// Presented and refused, or not issued (a sign-in or exchange that was refused).
+    Refused,
+}
+
+impl Event {
+    /// The value of the line's `event` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Issued => "token_issued",
+            Event::Exchanged => "token_exchanged",
+            Event::FirstUse => "token_first_use",
+            Event::Revoked => "token_revoked",
+            Event::Refused => "token_refused",
+        }
+    }
+}
+
+/// Writes the audit line of one event. `token_id` is `None` when no token exists (a
+/// refused sign-in) or none could be read from what was presented; `subject` is who the
+/// token was issued to, when known; `reason` says how or why, in words.
+pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reason: &str) {
+    let name = event.name();
+    match event {
+        Event::Refused => tracing::warn!(
+            target: "tfreg::audit",
+            event = name,
+            token_id,
+            subject,
+            reason,
+            "audit: {name}"
+        ),
+        _ => tracing::info!(
+            target: "tfreg::audit",
+            event = name,
+            token_id,
+            subject,
+            reason,
+            "audit: {name}"
+        ),
+    }
+}

@@ -1,0 +1,282 @@
+//! One-time records: a sign-in in progress (between sending the person to the identity
+//! provider and their return) and an authorization code (between the registry's redirect
+//! back to Terraform and Terraform redeeming it). Each is taken exactly once, and only
+//! until it expires; the store keeps only the SHA-256 of its key, so what it holds cannot
+//! be replayed by whoever reads the data directory or the table.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::names::Namespace;
+use crate::store::StoreError;
+use crate::tokens::unix;
+
+use super::pkce;
+
+/// How long a person has to sign in at the identity provider.
+pub const LOGIN_LIFETIME: Duration = Duration::from_secs(600);
+/// How long an authorization code can be redeemed.
+pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
+
+/// The two kinds of record, kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GrantKind {
+    /// A sign-in in progress, by the `state` sent to the identity provider.
+    Login,
+    /// An authorization code handed to Terraform.
+    Code,
+}
+
+impl GrantKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            GrantKind::Login => "login",
+            GrantKind::Code => "code",
+        }
+    }
+}
+
+/// A record taken from the store: its document and when it expired or expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    pub doc: String,
+    /// Unix seconds.
+    pub expires_at: u64,
+}
+
+/// Where one-time records live: files in the data directory, or items of the table.
+#[async_trait]
+pub trait GrantStore: Send + Sync {
+    /// Stores a record under `id` (a SHA-256, hex) until `expires_at` (Unix seconds).
+    async fn put(
+        &self,
+        kind: GrantKind,
+        id: &str,
+        doc: String,
+        expires_at: u64,
+    ) -> Result<(), StoreError>;
+    /// Removes the record and returns it; of concurrent takes, exactly one gets it.
+    /// `None` when there is no such record (never was, taken already, or purged).
+    async fn take(&self, kind: GrantKind, id: &str) -> Result<Option<Taken>, StoreError>;
+}
+
+/// Why a code or sign-in could not be taken, in words for the person or Terraform.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    #[error("the {0} is unknown or has been used already")]
+    Unknown(&'static str),
+    #[error("the {0} has expired: start again")]
+    Expired(&'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a sign-in in progress is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "for", rename_all = "snake_case")]
+pub enum Purpose {
+    /// `terraform login`: the code goes back to Terraform's redirect URI.
+    Terraform {
+        client_id: String,
+        redirect_uri: String,
+        /// Terraform's own `state`, returned to it untouched.
+        state: String,
+        /// Terraform's PKCE challenge (S256).
+        code_challenge: String,
+    },
+    /// The web pages: a session, then on to `next`.
+    Web { next: String },
+}
+
+/// A sign-in in progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingLogin {
+    pub purpose: Purpose,
+    /// The PKCE verifier of the request to the identity provider.
+    pub verifier: String,
+    /// The nonce its ID token must carry.
+    pub nonce: String,
+    /// The redirect URI given to the identity provider (it must be repeated exactly).
+    pub callback: String,
+}
+
+/// What an authorization code stands for: who signed in and what their token may read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedCode {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub code_challenge: String,
+    pub subject: String,
+    pub issuer: String,
+    /// Empty: every namespace.
+    pub namespaces: Vec<Namespace>,
+}
+
+/// The one-time records over a store.
+#[derive(Clone)]
+pub struct Grants {
+    store: Arc<dyn GrantStore>,
+}
+
+fn id_of(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+impl Grants {
+    pub fn new(store: Arc<dyn GrantStore>) -> Self {
+        Self { store }
+    }
+
+    async fn put<T: Serialize>(
+        &self,
+        kind: GrantKind,
+        value: &T,
+        lifetime: Duration,
+        now: SystemTime,
+    ) -> Result<String, StoreError> {
+        let key = pkce::random_value();
+        let doc = serde_json::to_string(value)
+            .map_err(|e| StoreError::with_source("cannot encode a grant", e))?;
+        self.store
+            .put(kind, &id_of(&key), doc, unix(now) + lifetime.as_secs())
+            .await?;
+        Ok(key)
+    }
+
+    async fn take<T: for<'de> Deserialize<'de>>(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        what: &'static str,
+        now: SystemTime,
+    ) -> Result<T, GrantError> {
+        // Keys are ours: 43 base64url characters. Anything else is unknown without a lookup.
+        if key.len() != 43
+            || !key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(GrantError::Unknown(what));
+        }
+        let Some(taken) = self.store.take(kind, &id_of(key)).await? else {
+            return Err(GrantError::Unknown(what));
+        };
+        if unix(now) >= taken.expires_at {
+            return Err(GrantError::Expired(what));
+        }
+        serde_json::from_str(&taken.doc)
+            .map_err(|e| StoreError::with_source(format!("a stored {what} is corrupt"), e).into())
+    }
+
+    /// Records a sign-in in progress; returns the `state` that names it.
+    pub async fn begin_login(
+        &self,
+        login: &PendingLogin,
+        now: SystemTime,
+    ) -> Result<String, StoreError> {
+        self.put(GrantKind::Login, login, LOGIN_LIFETIME, now).await
+    }
+
+    /// Takes the sign-in `state` names.
+    pub async fn finish_login(
+        &self,
+        state: &str,
+        now: SystemTime,
+    ) -> Result<PendingLogin, GrantError> {
+        self.take(GrantKind::Login, state, "sign-in", now).await
+    }
+
+    /// Makes an authorization code.
+    pub async fn issue_code(
+        &self,
+        code: &IssuedCode,
+        now: SystemTime,
+    ) -> Result<String, StoreError> {
+        self.put(GrantKind::Code, code, CODE_LIFETIME, now).await
+    }
+
+    /// Redeems an authorization code: the first redemption gets it, any later one is refused.
+    pub async fn redeem_code(&self, code: &str, now: SystemTime) -> Result<IssuedCode, GrantError> {
+        self.take(GrantKind::Code, code, "authorization code", now)
+            .await
+    }
+}
+
+/// One-time records in memory, for tests.
+#[derive(Debug, Default)]
+pub struct MemoryGrantStore(Mutex<BTreeMap<(GrantKind, String), Taken>>);
+
+#[async_trait]
+impl GrantStore for MemoryGrantStore {
+    async fn put(
+        &self,
+        kind: GrantKind,
+        id: &str,
+        doc: String,
+        expires_at: u64,
+    ) -> Result<(), StoreError> {
+        let mut map = self.0.lock().map_err(|_| StoreError::new("poisoned"))?;
+        map.insert((kind, id.to_owned()), Taken { doc, expires_at });
+        Ok(())
+    }
+
+    async fn take(&self, kind: GrantKind, id: &str) -> Result<Option<Taken>, StoreError> {
+        let mut map = self.0.lock().map_err(|_| StoreError::new("poisoned"))?;
+        Ok(map.remove(&(kind, id.to_owned())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code() -> IssuedCode {
+        IssuedCode {
+            client_id: "terraform-cli".into(),
+            redirect_uri: "http://localhost:10000/login".into(),
+            code_challenge: pkce::challenge(&pkce::random_value()),
+            subject: "alice@example.com".into(),
+            issuer: "https://login.example.com".into(),
+            namespaces: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn codes_are_single_use_and_expire_after_a_minute() {
+        let grants = Grants::new(Arc::new(MemoryGrantStore::default()));
+        let now = SystemTime::now();
+        let issued = code();
+        let key = grants.issue_code(&issued, now).await.unwrap();
+        assert_eq!(grants.redeem_code(&key, now).await.unwrap(), issued);
+        assert!(matches!(
+            grants.redeem_code(&key, now).await,
+            Err(GrantError::Unknown(_))
+        ));
+
+        let late = grants.issue_code(&issued, now).await.unwrap();
+        let error = grants
+            .redeem_code(&late, now + CODE_LIFETIME)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, GrantError::Expired(_)), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "the authorization code has expired: start again"
+        );
+        // Expired and taken: gone for good.
+        assert!(matches!(
+            grants.redeem_code(&late, now).await,
+            Err(GrantError::Unknown(_))
+        ));
+        assert!(matches!(
+            grants.redeem_code("not-a-code", now).await,
+            Err(GrantError::Unknown(_))
+        ));
+    }
+}

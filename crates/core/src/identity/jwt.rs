@@ -1,0 +1,172 @@
+//! Checking an ID token: a JWT signed with one of its issuer's published keys (JWKS), by
+//! that issuer, for this audience, and not expired. Only asymmetric algorithms are
+//! accepted: `none` and HMAC would let anyone who knows the client id mint tokens.
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+
+use super::config::Claims;
+
+/// The largest token looked at.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Clock skew allowed on `exp`, `nbf` and `iat`.
+pub const LEEWAY_SECS: u64 = 5;
+
+/// Why an ID token was refused, in words its holder can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the ID token is not a signed JWT: {0}")]
+    Malformed(String),
+    #[error("the ID token is signed with {0:?}; only RS256, RS384, RS512, PS256, PS384, PS512, ES256 and ES384 are accepted")]
+    Algorithm(String),
+    #[error("the ID token's signing key ({0}) is not among its issuer's published keys")]
+    UnknownKey(String),
+    #[error("the ID token's signature does not verify with its issuer's keys")]
+    BadSignature,
+    #[error("the ID token has expired")]
+    Expired,
+    #[error("the ID token is not valid yet")]
+    NotYetValid,
+    #[error("the ID token was issued by {found:?}, not {expected:?}")]
+    WrongIssuer { expected: String, found: String },
+    #[error("the ID token was made for another audience (expected {expected:?})")]
+    WrongAudience { expected: String },
+    #[error("the ID token does not carry this sign-in's nonce")]
+    WrongNonce,
+}
+
+/// The claims of a token, read without checking anything: only to pick the issuer whose
+/// keys then check it.
+pub fn peek(token: &str) -> Result<Claims, Refusal> {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(Refusal::Malformed(format!(
+            "it is longer than {MAX_TOKEN_BYTES} bytes"
+        )));
+    }
+    let payload = token
+        .split('.')
+        .nth(1)
+        .ok_or_else(|| Refusal::Malformed("it has no payload".into()))?;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .map_err(|e| Refusal::Malformed(format!("its payload is not base64url ({e})")))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Refusal::Malformed(format!("its payload is not a JSON object ({e})")))
+}
+
+/// The key id of a token's header, if it has one.
+pub fn key_id(token: &str) -> Result<Option<String>, Refusal> {
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(Refusal::Malformed(format!(
+            "it is longer than {MAX_TOKEN_BYTES} bytes"
+        )));
+    }
+    let header =
+        jsonwebtoken::decode_header(token).map_err(|e| Refusal::Malformed(e.to_string()))?;
+    Ok(header.kid)
+}
+
+/// Checks `token` against `keys`, `issuer` and `audience` (and `nonce`, for a sign-in),
+/// and returns its claims.
+pub fn verify(
+    token: &str,
+    keys: &JwkSet,
+    issuer: &str,
+    audience: &str,
+    nonce: Option<&str>,
+) -> Result<Claims, Refusal> {
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(Refusal::Malformed(format!(
+            "it is longer than {MAX_TOKEN_BYTES} bytes"
+        )));
+    }
+    let header =
+        jsonwebtoken::decode_header(token).map_err(|e| Refusal::Malformed(e.to_string()))?;
+    use Algorithm::*;
+    if !matches!(
+        header.alg,
+        RS256 | RS384 | RS512 | PS256 | PS384 | PS512 | ES256 | ES384
+    ) {
+        return Err(Refusal::Algorithm(format!("{:?}", header.alg)));
+    }
+    let jwk = match &header.kid {
+        Some(kid) => keys.find(kid),
+        // Without a key id, only an issuer with one key is unambiguous.
+        None if keys.keys.len() == 1 => keys.keys.first(),
+        None => None,
+    }
+    .ok_or_else(|| Refusal::UnknownKey(header.kid.clone().unwrap_or_else(|| "no key id".into())))?;
+    let key = DecodingKey::from_jwk(jwk)
+        .map_err(|_| Refusal::UnknownKey(header.kid.clone().unwrap_or_default()))?;
+    let mut validation = Validation::new(header.alg);
+    validation.leeway = LEEWAY_SECS;
+    validation.validate_nbf = true;
+    validation.set_issuer(&[issuer]);
+    validation.set_audience(&[audience]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|e| {
+        use jsonwebtoken::errors::ErrorKind as K;
+        match e.kind() {
+            K::InvalidSignature => Refusal::BadSignature,
+            K::ExpiredSignature => Refusal::Expired,
+            K::ImmatureSignature => Refusal::NotYetValid,
+            K::InvalidIssuer => Refusal::WrongIssuer {
+                expected: issuer.into(),
+                found: peek(token)
+                    .ok()
+                    .and_then(|c| c.get("iss").and_then(|v| v.as_str()).map(String::from))
+                    .unwrap_or_default(),
+            },
+            K::InvalidAudience => Refusal::WrongAudience {
+                expected: audience.into(),
+            },
+            K::InvalidAlgorithm => Refusal::Algorithm(format!("{:?}", header.alg)),
+            K::MissingRequiredClaim(claim) => {
+                Refusal::Malformed(format!("it has no `{claim}` claim"))
+            }
+            other => Refusal::Malformed(format!("{other:?}")),
+        }
+    })?;
+    let claims = data.claims;
+    if let Some(nonce) = nonce {
+        if claims.get("nonce").and_then(|v| v.as_str()) != Some(nonce) {
+            return Err(Refusal::WrongNonce);
+        }
+    }
+    Ok(claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_malformed_and_symmetric_algorithms_are_refused() {
+        let keys = JwkSet { keys: vec![] };
+        assert!(matches!(
+            verify("nonsense", &keys, "i", "a", None),
+            Err(Refusal::Malformed(_))
+        ));
+        assert!(matches!(peek("a.b"), Err(Refusal::Malformed(_))));
+        let long = "a".repeat(MAX_TOKEN_BYTES + 1);
+        assert!(matches!(
+            verify(&long, &keys, "i", "a", None),
+            Err(Refusal::Malformed(_))
+        ));
+        // {"alg":"HS256","typ":"JWT"} . {"sub":"x"} . signature
+        let hs = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ4In0.c2ln";
+        assert_eq!(
+            verify(hs, &keys, "i", "a", None),
+            Err(Refusal::Algorithm("HS256".into()))
+        );
+        assert_eq!(peek(hs).unwrap().get("sub").unwrap(), "x");
+        // {"alg":"RS256","kid":"k1"}: no such key.
+        let rs = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJ4In0.c2ln";
+        assert_eq!(
+            verify(rs, &keys, "i", "a", None),
+            Err(Refusal::UnknownKey("k1".into()))
+        );
+    }
+}

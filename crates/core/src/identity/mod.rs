@@ -1,0 +1,19 @@
+//! Signing in with an identity provider, and CI exchanging its ID tokens: the pieces both
+//! shapes share, with no HTTP client and no HTTP server in them.
+//!
+//! - [`config`]: the identity settings (one OpenID Connect provider for people, rules for
+//!   CI issuers) and how claims map to namespaces.
+//! - [`jwt`]: checking an ID token's signature, issuer, audience and expiry.
+//! - [`grants`]: the one-time records of a sign-in in progress and of authorization
+//!   codes, single-use and short-lived, behind [`grants::GrantStore`].
+//! - [`pkce`]: Proof Key for Code Exchange (RFC 7636), S256 only.
+//! - [`audit`]: one structured log line per token event.
+
+pub mod audit;
+pub mod config;
+pub mod grants;
+pub mod jwt;
+pub mod pkce;
+
+pub use config::{CiRule, IdentityConfig, SignInConfig};
+pub use grants::{GrantError, GrantKind, GrantStore, Grants};

@@ -1,0 +1,140 @@
+//! CI without stored secrets: an OIDC ID token from a CI service (GitHub Actions, GitLab)
+//! exchanged for a registry token of at most an hour (RFC 8693 token exchange). The token
+//! must be signed by its issuer's published keys, unexpired, made for a rule's audience,
+//! and carry the claims the rule names; the first rule of its issuer that accepts it
+//! scopes the new token.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use tfreg_core::identity::audit::{self, Event};
+use tfreg_core::identity::jwt::{self, Refusal};
+
+use super::oidc::VerifyError;
+use super::{issue, namespaces_of, oauth_error, token_answer, LoginState, TokenRequest};
+
+/// RFC 8693's grant type.
+pub const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The subject token types accepted: an ID token (a JWT).
+const TOKEN_TYPES: [&str; 2] = [
+    "urn:ietf:params:oauth:token-type:id_token",
+    "urn:ietf:params:oauth:token-type:jwt",
+];
+
+pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Response {
+    let Some(token) = request.subject_token.filter(|t| !t.is_empty()) else {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "subject_token is missing: send the CI job's OIDC ID token",
+        );
+    };
+    let token_type = request.subject_token_type.unwrap_or_default();
+    if !TOKEN_TYPES.contains(&token_type.as_str()) {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &format!(
+                "subject_token_type must be {} (it is {token_type:?})",
+                TOKEN_TYPES[0]
+            ),
+        );
+    }
+    // Unverified: only to find the issuer whose keys check it.
+    let peeked = match jwt::peek(&token) {
+        Ok(claims) => claims,
+        Err(e) => return refuse(None, &e.to_string()),
+    };
+    let subject = peeked
+        .get("sub")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned);
+    let issuer = peeked
+        .get("iss")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let rules: Vec<_> = state
+        .identity
+        .ci
+        .iter()
+        .filter(|r| r.issuer == issuer)
+        .collect();
+    if rules.is_empty() {
+        return refuse(
+            subject.as_deref(),
+            &format!("no CI rule of this registry trusts ID tokens from issuer {issuer:?}"),
+        );
+    }
+    let mut reasons = Vec::new();
+    for rule in rules {
+        let claims = match state
+            .oidc
+            .verify(&rule.issuer, &token, &rule.audience, None)
+            .await
+        {
+            Ok(claims) => claims,
+            Err(VerifyError::Refused(Refusal::WrongAudience { expected })) => {
+                reasons.push(format!(
+                    "rule {:?}: the ID token was made for another audience (expected {expected:?})",
+                    rule.name
+                ));
+                continue;
+            }
+            Err(VerifyError::Refused(refusal)) => {
+                return refuse(subject.as_deref(), &refusal.to_string())
+            }
+            Err(VerifyError::Provider(e)) => {
+                tracing::error!(issuer = rule.issuer, error = %e, "could not read a CI issuer's keys");
+                return oauth_error(
+                    StatusCode::BAD_GATEWAY,
+                    "temporarily_unavailable",
+                    &format!("the registry could not check the ID token: {e}"),
+                );
+            }
+        };
+        if let Err(reason) = rule.check(&claims) {
+            reasons.push(reason);
+            continue;
+        }
+        let subject = rule.subject(&claims);
+        let how = format!(
+            "CI exchange, rule {:?}, of a token from {}",
+            rule.name, rule.issuer
+        );
+        return match issue(
+            state,
+            namespaces_of(&rule.access()),
+            &subject,
+            &how,
+            rule.token_lifetime,
+            Event::Exchanged,
+        )
+        .await
+        {
+            Ok(new) => token_answer(&new, true),
+            Err(e) => {
+                tracing::error!(error = %tfreg_core::store::ErrorChain(&e), "could not store a new token");
+                oauth_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    "the registry could not store the new token; try again",
+                )
+            }
+        };
+    }
+    refuse(subject.as_deref(), &reasons.join("; "))
+}
+
+fn refuse(subject: Option<&str>, reason: &str) -> Response {
+    audit::record(
+        Event::Refused,
+        None,
+        subject,
+        &format!("CI exchange: {reason}"),
+    );
+    oauth_error(
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+        &format!("the ID token was not exchanged: {reason}"),
+    )
+}

@@ -1,0 +1,302 @@
+//! The registry as an OpenID Connect client: the provider's metadata
+//! (`/.well-known/openid-configuration`) and keys (JWKS), each cached for an hour (keys
+//! read again, at most once a minute, when a token names a key not yet seen, as providers
+//! rotate them), and redeeming a code at its token endpoint. Every call is bounded in time
+//! and in size.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::JwkSet;
+use serde::Deserialize;
+use tfreg_core::identity::config::Claims;
+use tfreg_core::identity::jwt::{self, Refusal};
+use tfreg_core::identity::SignInConfig;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+const CACHE_FOR: Duration = Duration::from_secs(3600);
+const REFRESH_AT_MOST_EVERY: Duration = Duration::from_secs(60);
+
+/// The identity provider could not be asked, or answered nonsense.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ProviderError(pub String);
+
+/// Why an ID token was not accepted: the token's fault, or the provider's.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+/// What the registry uses of a provider's metadata.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProviderMetadata {
+    pub issuer: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub jwks_uri: String,
+}
+
+struct Cached<T> {
+    value: T,
+    at: Instant,
+}
+
+/// An OpenID Connect client for any number of issuers.
+pub struct Oidc {
+    http: reqwest::Client,
+    metadata: Mutex<HashMap<String, Cached<ProviderMetadata>>>,
+    keys: Mutex<HashMap<String, Cached<JwkSet>>>,
+}
+
+impl Default for Oidc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A URL the registry may call: `https://`, or `http://` on this machine (an emulator).
+fn callable(url: &str) -> bool {
+    url.starts_with("https://")
+        || ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+            .iter()
+            .any(|p| {
+                url.strip_prefix(p)
+                    .is_some_and(|r| r.is_empty() || r.starts_with([':', '/']))
+            })
+}
+
+impl Oidc {
+    pub fn new() -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            .connect_timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        Self {
+            http,
+            metadata: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn get_json<T: for<'de> Deserialize<'de>>(
+        &self,
+        url: &str,
+        what: &str,
+    ) -> Result<T, ProviderError> {
+        if !callable(url) {
+            return Err(ProviderError(format!(
+                "the {what} URL {url:?} is not https://"
+            )));
+        }
+        let response = self
+            .http
+            .get(url)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| {
+                ProviderError(format!(
+                    "could not fetch the identity provider's {what} from {url}: {e}"
+                ))
+            })?;
+        read_json(response, what, url).await
+    }
+
+    /// The provider's metadata, checked to name the issuer it was read for.
+    pub async fn metadata(&self, issuer: &str) -> Result<ProviderMetadata, ProviderError> {
+        if let Some(cached) = self.metadata.lock().ok().and_then(|m| {
+            m.get(issuer)
+                .filter(|c| c.at.elapsed() < CACHE_FOR)
+                .map(|c| c.value.clone())
+        }) {
+            return Ok(cached);
+        }
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        );
+        let metadata: ProviderMetadata = self.get_json(&url, "OpenID configuration").await?;
+        if metadata.issuer != issuer {
+            return Err(ProviderError(format!(
+                "the identity provider at {url} says its issuer is {:?}, not {issuer:?}: configure the issuer exactly as its tokens name it",
+                metadata.issuer
+            )));
+        }
+        if let Ok(mut cache) = self.metadata.lock() {
+            cache.insert(
+                issuer.to_owned(),
+                Cached {
+                    value: metadata.clone(),
+                    at: Instant::now(),
+                },
+            );
+        }
+        Ok(metadata)
+    }
+
+    /// The issuer's keys; `refresh` reads them again unless that was done a minute ago.
+    async fn keys(&self, issuer: &str, refresh: bool) -> Result<JwkSet, ProviderError> {
+        let cached = self.keys.lock().ok().and_then(|k| {
+            k.get(issuer).and_then(|c| {
+                let fresh = c.at.elapsed()
+                    < if refresh {
+                        REFRESH_AT_MOST_EVERY
+                    } else {
+                        CACHE_FOR
+                    };
+                fresh.then(|| c.value.clone())
+            })
+        });
+        if let Some(keys) = cached {
+            return Ok(keys);
+        }
+        let metadata = self.metadata(issuer).await?;
+        let keys: JwkSet = self
+            .get_json(&metadata.jwks_uri, "signing keys (JWKS)")
+            .await?;
+        if let Ok(mut cache) = self.keys.lock() {
+            cache.insert(
+                issuer.to_owned(),
+                Cached {
+                    value: keys.clone(),
+                    at: Instant::now(),
+                },
+            );
+        }
+        Ok(keys)
+    }
+
+    /// Checks an ID token of `issuer` made for `audience` (with `nonce`, for a sign-in).
+    pub async fn verify(
+        &self,
+        issuer: &str,
+        token: &str,
+        audience: &str,
+        nonce: Option<&str>,
+    ) -> Result<Claims, VerifyError> {
+        let keys = self.keys(issuer, false).await?;
+        match jwt::verify(token, &keys, issuer, audience, nonce) {
+            Err(Refusal::UnknownKey(_)) => {
+                let keys = self.keys(issuer, true).await?;
+                Ok(jwt::verify(token, &keys, issuer, audience, nonce)?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Redeems a code at the provider's token endpoint (client secret by HTTP Basic, as
+    /// OpenID Connect's default) and returns the ID token.
+    pub async fn redeem(
+        &self,
+        config: &SignInConfig,
+        code: &str,
+        verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<String, ProviderError> {
+        let metadata = self.metadata(&config.issuer).await?;
+        if !callable(&metadata.token_endpoint) {
+            return Err(ProviderError(format!(
+                "the token endpoint {:?} is not https://",
+                metadata.token_endpoint
+            )));
+        }
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ];
+        let mut request = self
+            .http
+            .post(&metadata.token_endpoint)
+            .header("accept", "application/json");
+        match &config.client_secret {
+            Some(secret) => {
+                // RFC 6749 §2.3.1: both parts form-encoded, then Basic.
+                let enc = |s: &str| {
+                    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
+                        .to_string()
+                };
+                request = request.basic_auth(enc(&config.client_id), Some(enc(secret)));
+            }
+            None => form.push(("client_id", &config.client_id)),
+        }
+        let response = request.form(&form).send().await.map_err(|e| {
+            ProviderError(format!(
+                "could not reach the identity provider's token endpoint: {e}"
+            ))
+        })?;
+        #[derive(Deserialize)]
+        struct Answer {
+            id_token: Option<String>,
+            error: Option<String>,
+            error_description: Option<String>,
+        }
+        let status = response.status();
+        let answer: Answer = read_json_any(response, "token answer").await?;
+        if let Some(error) = answer.error {
+            return Err(ProviderError(format!(
+                "the identity provider refused the code ({status}): {error}{}",
+                answer
+                    .error_description
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            )));
+        }
+        answer
+            .id_token
+            .ok_or_else(|| ProviderError("the identity provider's token answer has no id_token: is the `openid` scope allowed for this client?".into()))
+    }
+}
+
+async fn read_body(mut response: reqwest::Response, what: &str) -> Result<Vec<u8>, ProviderError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        ProviderError(format!(
+            "reading the identity provider's {what} failed: {e}"
+        ))
+    })? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(ProviderError(format!(
+                "the identity provider's {what} is larger than {MAX_ANSWER_BYTES} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+async fn read_json<T: for<'de> Deserialize<'de>>(
+    response: reqwest::Response,
+    what: &str,
+    url: &str,
+) -> Result<T, ProviderError> {
+    let status = response.status();
+    if !status.is_success() {
+        return Err(ProviderError(format!(
+            "the identity provider answered {status} for its {what} at {url}"
+        )));
+    }
+    read_json_any(response, what).await
+}
+
+async fn read_json_any<T: for<'de> Deserialize<'de>>(
+    response: reqwest::Response,
+    what: &str,
+) -> Result<T, ProviderError> {
+    let body = read_body(response, what).await?;
+    serde_json::from_slice(&body).map_err(|e| {
+        ProviderError(format!(
+            "the identity provider's {what} is not what OpenID Connect describes: {e}"
+        ))
+    })
+}
