@@ -28,7 +28,7 @@ PYTHON ?= python3
 
 # Lambda builds: architecture, and the functions (crates/functions/*)
 ARCH ?= arm64
-FUNCTIONS := discovery modules providers mirror downloads indexer web
+FUNCTIONS := discovery modules providers mirror downloads indexer web login
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 

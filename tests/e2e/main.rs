@@ -6,6 +6,7 @@ mod aws;
 mod hostile;
 mod immutability;
 mod lambda;
+mod login;
 mod module_checks;
 mod module_docs;
 mod modules;

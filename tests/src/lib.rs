@@ -12,11 +12,13 @@ pub mod bench;
 pub mod browser;
 pub mod counting;
 pub mod lambda;
+pub mod oidc;
 pub mod raw;
 pub mod stack;
 pub mod static_site;
 
 pub use lambda::{function_bin, RuntimeApi};
+pub use oidc::OidcProvider;
 pub use raw::{raw_request, raw_until_close, RawResponse};
 pub use static_site::{Page, StaticSite};
 pub use tempfile::TempDir;
@@ -422,6 +424,18 @@ impl Terraform {
         std::fs::write(self.dir.path().join(file), content).unwrap();
     }
 
+    /// Sets an environment variable for every run (`HOME`, for `terraform login`'s
+    /// credentials file).
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.retain(|(k, _)| k != name);
+        self.env.push((name.to_owned(), value.to_owned()));
+    }
+
+    /// The environment every run gets.
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
     /// Runs `terraform ARGS...` in the directory.
     pub fn run(&self, args: &[&str]) -> Output {
         let mut command = Command::new("terraform");
@@ -692,7 +706,7 @@ pub fn venv_tool(name: &str) -> PathBuf {
     path
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

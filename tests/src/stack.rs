@@ -40,7 +40,16 @@ pub struct StackOptions {
     /// ([`Stack::calls`]). Download URLs then point at the proxy (plain HTTP), which
     /// Terraform would refuse: for tests of the API alone.
     pub count_calls: bool,
+    /// The `IdentityConfig` parameter: the identity document (the login function exists
+    /// only with one).
+    pub identity: Option<String>,
+    /// The sign-in client's secret: stored in the emulator's Secrets Manager as
+    /// [`OIDC_SECRET_NAME`], named by the `OidcClientSecretArn` parameter.
+    pub oidc_client_secret: Option<String>,
 }
+
+/// The Secrets Manager secret of [`StackOptions::oidc_client_secret`].
+pub const OIDC_SECRET_NAME: &str = "tfreg-oidc-client-secret";
 
 impl Default for StackOptions {
     fn default() -> Self {
@@ -50,6 +59,8 @@ impl Default for StackOptions {
             public: false,
             cache_ttl: None,
             count_calls: false,
+            identity: None,
+            oidc_client_secret: None,
         }
     }
 }
@@ -107,6 +118,15 @@ fn environments(options: &StackOptions) -> BTreeMap<String, BTreeMap<String, Str
     if let Some(ttl) = &options.cache_ttl {
         command.args(["--param", &format!("CacheTtl={ttl}")]);
     }
+    if let Some(identity) = &options.identity {
+        command.args(["--param", &format!("IdentityConfig={identity}")]);
+    }
+    if options.oidc_client_secret.is_some() {
+        command.args([
+            "--param",
+            &format!("OidcClientSecretArn={OIDC_SECRET_NAME}"),
+        ]);
+    }
     if let Some(domain) = &options.domain {
         command
             .args(["--param", &format!("DomainName={domain}")])
@@ -143,7 +163,13 @@ impl Stack {
             .find_map(|e| e.get("TFREG_TABLE").cloned())
             .expect("a function with the table");
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let s3 = runtime.block_on(provision(&moto, &cert, &bucket, &table));
+        let s3 = runtime.block_on(provision(
+            &moto,
+            &cert,
+            &bucket,
+            &table,
+            options.oidc_client_secret.as_deref(),
+        ));
 
         let counting = options
             .count_calls
@@ -402,7 +428,13 @@ pub fn s3_event_key(key: &str) -> String {
 }
 
 /// The bucket (versioned) and the table, as template.yaml makes them.
-async fn provision(moto: &Moto, cert: &Path, bucket: &str, table: &str) -> aws_sdk_s3::Client {
+async fn provision(
+    moto: &Moto,
+    cert: &Path,
+    bucket: &str,
+    table: &str,
+    oidc_client_secret: Option<&str>,
+) -> aws_sdk_s3::Client {
     use aws_smithy_http_client::tls;
     let trust = tls::TrustStore::empty().with_pem_certificate(std::fs::read(cert).unwrap());
     let http = aws_smithy_http_client::Builder::new()
@@ -425,6 +457,15 @@ async fn provision(moto: &Moto, cert: &Path, bucket: &str, table: &str) -> aws_s
         .http_client(http)
         .load()
         .await;
+    if let Some(secret) = oidc_client_secret {
+        aws_sdk_secretsmanager::Client::new(&config)
+            .create_secret()
+            .name(OIDC_SECRET_NAME)
+            .secret_string(secret)
+            .send()
+            .await
+            .unwrap();
+    }
     crate::provision(&config, bucket, table).await
 }
 

@@ -19,8 +19,9 @@ Checks (see CHECKS at the end):
                            limited to leading key "tokens", attributes within pk, sk and
                            last_used_at, and ReturnValues NONE.
   no-unbounded-writes      no function may put, update or delete table items unless it is
-                           the restricted "last used" update or the indexer's writes that its
-                           Deny bounds.
+                           the restricted "last used" update, the indexer's writes that its
+                           Deny bounds, or the login function's PutItem (tokens and its
+                           one-time records) and DeleteItem (its one-time records only).
   no-table-scan            no function may scan the table (a scan names no partition, so
                            the tokens Deny cannot see it).
   downloads-s3-prefixes    the downloads function reads exactly modules/*, providers/* and
@@ -115,8 +116,10 @@ HARMLESS_LOG_VARIABLES = REQUIRED_LOG_VARIABLES | {
 }
 SECRET_BEARING_LOG_VARIABLE = re.compile(r"requestoverride|responseoverride|header|querystring|authorizer", re.I)
 
+# With an identity document, so the login function exists and is checked too.
+IDENTITY = '{"ci": [{"name": "r", "issuer": "https://ci.example", "audience": "a", "claims": {"repository": "acme/x"}, "namespaces": ["acme"]}]}'
 DEFAULT = {}
-REDIRECT = {"DownloadMode": "redirect"}
+REDIRECT = {"DownloadMode": "redirect", "IdentityConfig": IDENTITY}
 
 
 class Checked:
@@ -243,6 +246,22 @@ def token_update_problems(statement):
     return problems
 
 
+LOGIN_PUT_PARTITIONS = {TOKENS_PARTITION, "grants#login", "grants#code"}
+LOGIN_DELETE_PARTITIONS = {"grants#login", "grants#code"}
+
+
+def login_write_problems(statement, action):
+    """Why a write of the login function is not limited to issuing tokens (PutItem) and
+    taking its one-time records (DeleteItem) ([] if it is)."""
+    allowed = {"dynamodb:PutItem": LOGIN_PUT_PARTITIONS, "dynamodb:DeleteItem": LOGIN_DELETE_PARTITIONS}.get(action)
+    if allowed is None:
+        return [f"the login function has no business with {action}"]
+    leading = statement.condition("ForAllValues:StringEquals", "dynamodb:LeadingKeys")
+    if not leading or set(leading) - allowed:
+        return [f"its dynamodb:LeadingKeys is not limited to {sorted(allowed)} (found {leading})"]
+    return []
+
+
 def tokens_deny_actions(template, stmts):
     """The actions a Deny refuses on the tokens partition, whatever else the request says."""
     denied = set()
@@ -356,6 +375,8 @@ def check_no_unbounded_writes(checked):
                 if not s.allows(action):
                     continue
                 if action == "dynamodb:UpdateItem" and not token_update_problems(s):
+                    continue
+                if binary == "login" and not login_write_problems(s, action):
                     continue
                 if action in bounded:
                     continue

@@ -49,9 +49,19 @@ fn function_of(environment: &BTreeMap<String, String>) -> Function {
 #[test]
 fn every_function_starts_with_the_templates_environment_in_every_parameter_combination() {
     let cert = "arn:aws:acm:us-east-1:123456789012:certificate/0000";
-    for mode in ["presigned", "redirect"] {
-        for public in ["true", "false"] {
-            for domain in ["", "registry.example.com"] {
+    let identity = r#"{"sign_in": {"issuer": "https://login.example.com", "client_id": "tfreg", "namespaces": {"platform": ["*"]}}}"#;
+    let cases = ["presigned", "redirect"].into_iter().flat_map(|mode| {
+        ["true", "false"].into_iter().flat_map(move |public| {
+            ["", "registry.example.com"]
+                .into_iter()
+                .map(move |domain| (mode, public, domain))
+        })
+    });
+    for (i, (mode, public, domain)) in cases.enumerate() {
+        // Every other case with an identity document (and so the login function).
+        let identity = if i % 2 == 0 { "" } else { identity };
+        {
+            {
                 let parameters = [
                     format!("DownloadMode={mode}"),
                     format!("Public={public}"),
@@ -60,11 +70,21 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                         "CertificateArn={}",
                         if domain.is_empty() { "" } else { cert }
                     ),
+                    format!("IdentityConfig={identity}"),
+                    format!(
+                        "OidcClientSecretArn={}",
+                        if identity.is_empty() {
+                            ""
+                        } else {
+                            "arn:aws:secretsmanager:us-east-1:123456789012:secret:oidc"
+                        }
+                    ),
                 ];
                 let parameters: Vec<&str> = parameters.iter().map(String::as_str).collect();
                 let functions = environments(&parameters);
                 let case = format!("{parameters:?}");
-                let expected = if mode == "redirect" { 7 } else { 6 };
+                let expected =
+                    if mode == "redirect" { 7 } else { 6 } + usize::from(!identity.is_empty());
                 assert_eq!(functions.len(), expected, "{case}: {functions:?}");
                 for (logical_id, environment) in &functions {
                     let function = function_of(environment);
@@ -95,6 +115,20 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                             public == "false",
                             "{logical_id} ({case})"
                         );
+                    }
+                    if matches!(
+                        function,
+                        Function::Discovery | Function::Web | Function::Login
+                    ) {
+                        assert_eq!(
+                            config.sign_in_with.is_some(),
+                            !identity.is_empty(),
+                            "{logical_id} ({case})"
+                        );
+                    }
+                    if function == Function::Login {
+                        assert!(config.oidc_client_secret_arn.is_some(), "{case}");
+                        assert_eq!(config.session_secret.is_some(), public == "false", "{case}");
                     }
                     if matches!(function, Function::Modules | Function::Indexer) {
                         let hostname = config.hostname.as_ref().map(|h| h.as_str().to_owned());
@@ -185,6 +219,16 @@ fn configuration_errors_read_as_sentences_naming_the_variable() {
             Function::Web,
             &[("TFREG_SESSION_SECRET", "short")][..],
             "configuration: TFREG_SESSION_SECRET: must be at least 32 characters",
+        ),
+        (
+            Function::Login,
+            &[][..],
+            "configuration: TFREG_IDENTITY: is not set: the login function needs an identity document",
+        ),
+        (
+            Function::Login,
+            &[("TFREG_IDENTITY", r#"{"sign_in": {"issuer": "http://idp.example", "client_id": "c", "namespaces": {"a": ["b"]}}}"#)][..],
+            "configuration: TFREG_IDENTITY: sign_in.issuer: \"http://idp.example\" must be an https:// URL",
         ),
     ] {
         let message = Config::for_function(function, base(extra))

@@ -72,14 +72,28 @@ fn callable(url: &str) -> bool {
 }
 
 impl Oidc {
+    /// A client trusting the usual public roots, and those of `SSL_CERT_FILE` when it is
+    /// set (an identity provider behind a company's own certificate authority).
     pub fn new() -> Self {
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+            .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")));
+        if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
+            match std::fs::read(&path).map(|pem| reqwest::Certificate::from_pem_bundle(&pem)) {
+                Ok(Ok(roots)) => {
+                    for root in roots {
+                        builder = builder.add_root_certificate(root);
+                    }
+                }
+                _ => tracing::warn!(
+                    path = %std::path::Path::new(&path).display(),
+                    "SSL_CERT_FILE could not be read as PEM certificates; identity providers are trusted by the public roots only"
+                ),
+            }
+        }
+        let http = builder.build().unwrap_or_else(|_| reqwest::Client::new());
         Self {
             http,
             metadata: Mutex::new(HashMap::new()),

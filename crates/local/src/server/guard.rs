@@ -7,7 +7,7 @@
 //!
 //! The API takes no request bodies, so a request is a head and nothing else: one with a
 //! body is refused (413), and every byte after a head is the next request's head. The one
-//! exception is the web pages' forms ([`FORM_PATHS`]): a `POST` there may carry a body of
+//! exception is the forms ([`FORM_PATHS`]): a `POST` there may carry a body of
 //! at most [`MAX_FORM_BODY`] bytes, sent with `Content-Length` (never chunked), read whole
 //! within the same head-read timeout before anything is passed on.
 
@@ -34,11 +34,12 @@ pub struct HeadLimits {
 /// Most headers in one request.
 const MAX_HEADERS: usize = 64;
 
-/// The paths whose `POST` may carry a body: the web pages' sign-in and sign-out forms.
-pub const FORM_PATHS: [&str; 2] = ["/sign-in", "/sign-out"];
+/// The paths whose `POST` may carry a body: the web pages' sign-in and sign-out forms, and
+/// the token endpoint (`terraform login`'s code, a CI job's ID token).
+pub const FORM_PATHS: [&str; 3] = ["/sign-in", "/sign-out", "/oauth/token"];
 
-/// The largest body a form may send.
-pub const MAX_FORM_BODY: usize = 8 * 1024;
+/// The largest body a form may send (room for an ID token of 16 KiB, percent-encoded).
+pub const MAX_FORM_BODY: usize = 32 * 1024;
 
 /// When the connection last moved a byte, since when a head has been arriving, and how
 /// many requests are being answered.
