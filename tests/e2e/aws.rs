@@ -579,3 +579,74 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sign_in_records_are_taken_once_from_the_table_and_expire() {
+    use tfreg_core::identity::grants::{GrantKind, GrantStore, IssuedCode};
+    use tfreg_core::identity::{GrantError, Grants};
+    let moto = Moto::start();
+    let aws = provision(&moto).await;
+    let store = Arc::new(tfreg_aws::DynamoGrantStore::new(
+        aws.dynamodb.clone(),
+        TABLE,
+    ));
+    let grants = Grants::new(store.clone());
+    let now = SystemTime::now();
+    let code = IssuedCode {
+        client_id: "terraform-cli".into(),
+        redirect_uri: "http://localhost:10000/login".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+        subject: "alice@example.com".into(),
+        issuer: "https://login.example.com".into(),
+        namespaces: vec![],
+    };
+    // Of eight concurrent redemptions of one code, exactly one gets it.
+    let key = grants.issue_code(&code, now).await.unwrap();
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let (grants, key) = (grants.clone(), key.clone());
+            tokio::spawn(async move { grants.redeem_code(&key, now).await })
+        })
+        .collect();
+    let mut won = 0;
+    for racer in racers {
+        match racer.await.unwrap() {
+            Ok(got) => {
+                assert_eq!(got, code);
+                won += 1;
+            }
+            Err(GrantError::Unknown(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(won, 1);
+    // A code past its minute is refused as expired, and gone.
+    let late = grants.issue_code(&code, now).await.unwrap();
+    let error = grants
+        .redeem_code(&late, now + Duration::from_secs(61))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, GrantError::Expired(_)), "{error}");
+    // Only a hash of the code is stored, with the table's time to live set.
+    store
+        .put(GrantKind::Login, &"a".repeat(64), "{}".into(), 42)
+        .await
+        .unwrap();
+    let item = aws
+        .dynamodb
+        .get_item()
+        .table_name(TABLE)
+        .key("pk", AttributeValue::S("grants#login".into()))
+        .key("sk", AttributeValue::S("a".repeat(64)))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert_eq!(item["ttl"], AttributeValue::N("42".into()));
+    let scan = aws.dynamodb.scan().table_name(TABLE).send().await.unwrap();
+    assert!(
+        !format!("{:?}", scan.items()).contains(&key),
+        "a code is stored as is"
+    );
+}

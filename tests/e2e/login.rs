@@ -248,6 +248,11 @@ fn terraform_login_issues_a_token_scoped_by_the_persons_groups() {
     let discovery: Value = serde_json::from_str(&discovery).unwrap();
     assert_eq!(discovery["login.v1"]["client"], "terraform-cli");
     assert_eq!(discovery["login.v1"]["ports"], json!([10000, 10010]));
+    let banner = server.stdout();
+    assert!(
+        banner.contains(&format!("terraform login {}", server.addr)),
+        "{banner}"
+    );
 
     // When Alice runs `terraform login` and signs in at the provider,
     let home = TempDir::new().unwrap();

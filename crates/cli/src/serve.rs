@@ -309,6 +309,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         generated,
         public: args.public.public,
         aws: aws.as_ref(),
+        login: args
+            .identity
+            .config()
+            .is_some_and(|identity| identity.sign_in.is_some()),
     });
 
     let mut stopped = stop.clone();
@@ -406,6 +410,8 @@ struct Banner<'a> {
     public: bool,
     /// The AWS shape's table and bucket, when serving them.
     aws: Option<&'a (String, String)>,
+    /// People sign in with `terraform login`.
+    login: bool,
 }
 
 /// What a user needs to point Terraform at this server, on stdout. The first line is stable:
@@ -438,6 +444,12 @@ fn print_banner(b: &Banner<'_>) {
         out.push_str(&format!(
             "  access:         a token is required; create one with\n                  {create}\n"
         ));
+        if b.login {
+            out.push_str(&format!(
+                "                  or sign in: terraform login {}\n",
+                b.addr
+            ));
+        }
     }
     if b.self_signed {
         out.push_str(&format!(

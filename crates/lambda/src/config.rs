@@ -262,6 +262,8 @@ fn readable(error: &clap::Error, env_of_flag: &[(String, String)]) -> ConfigErro
     let value = match error.get(ContextKind::InvalidValue) {
         // A secret is never repeated, not even a wrong one: it reaches the console's log.
         Some(ContextValue::String(_)) if variable.contains("SECRET") => String::new(),
+        // A document is long, and its error names the field at fault.
+        Some(ContextValue::String(_)) if variable == "TFREG_IDENTITY" => String::new(),
         Some(ContextValue::String(value)) => format!("{value:?} "),
         _ => String::new(),
     };
