@@ -14,6 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use tfreg_e2e::browser::Browser;
 use tfreg_e2e::stack::{Stack, StackOptions};
 use tfreg_e2e::{
     client_trusting, publish, tar_gz, tfreg, tfreg_with_env, OidcProvider, Server, TempDir,
@@ -154,11 +155,11 @@ fn terraform_login(server: At, provider: &OidcProvider, sub: &str, home: &Path) 
     // Where Terraform keeps credentials (it does not create the folder itself).
     std::fs::create_dir_all(home.join(".terraform.d")).unwrap();
     let mut child = Command::new(path.join("terraform"))
-        .args(["login", &server.addr])
+        .args(["login", server.addr])
         .env_clear()
         .env("HOME", home)
         .env("PATH", &path)
-        .env("SSL_CERT_FILE", &server.cert)
+        .env("SSL_CERT_FILE", server.cert)
         .env("CHECKPOINT_DISABLE", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -186,11 +187,11 @@ fn terraform_login(server: At, provider: &OidcProvider, sub: &str, home: &Path) 
     };
     // The browser: to the registry, on to the provider, signed in there, back to the
     // registry, and on to where Terraform listens.
-    let browser = client_trusting(&server.cert);
+    let browser = client_trusting(server.cert);
     let to_provider = location(&browser.get(&url).send().unwrap());
     assert!(to_provider.starts_with(&provider.issuer), "{to_provider}");
     let back = provider.approve(&to_provider, sub);
-    assert!(back.starts_with(&server.url), "{back}");
+    assert!(back.starts_with(server.url), "{back}");
     let answer = browser.get(&back).send().unwrap();
     if answer.status().is_redirection() {
         let to_terraform = location(&answer);
@@ -351,7 +352,7 @@ fn authorization_code(server: At, provider: &OidcProvider) -> (String, String, S
         ],
     )
     .unwrap();
-    let browser = client_trusting(&server.cert);
+    let browser = client_trusting(server.cert);
     let to_provider = location(&browser.get(url.as_str()).send().unwrap());
     let back = provider.approve(&to_provider, "alice@example.com");
     let to_terraform = location(&browser.get(&back).send().unwrap());
@@ -377,7 +378,7 @@ fn rand_bytes() -> [u8; 32] {
 
 /// Redeems a code at the token endpoint as Terraform does; returns status and answer.
 fn redeem(server: At, code: &str, verifier: &str, redirect_uri: &str) -> (u16, Value) {
-    let response = client_trusting(&server.cert)
+    let response = client_trusting(server.cert)
         .post(format!("{}/oauth/token", server.url))
         .form(&[
             ("grant_type", "authorization_code"),
@@ -455,7 +456,7 @@ fn codes_are_single_use_short_lived_and_bound_to_their_pkce_verifier() {
 
 /// Exchanges an ID token at the registry as a CI job does.
 fn exchange(server: At, id_token: &str) -> (u16, Value) {
-    let response = client_trusting(&server.cert)
+    let response = client_trusting(server.cert)
         .post(format!("{}/oauth/token", server.url))
         .form(&[
             (
@@ -571,23 +572,63 @@ fn the_web_pages_offer_signing_in_with_the_provider() {
         "{page}"
     );
 
-    let browser = client_trusting(&server.cert);
-    let to_provider = location(
-        &browser
+    // The sign-in is bound to the browser that started it: a callback link followed
+    // elsewhere (someone else's sign-in, sent to a victim) signs nobody in.
+    let client = client_trusting(&server.cert);
+    let start = |client: &reqwest::blocking::Client| {
+        let response = client
             .get(format!(
                 "{}/oauth/sign-in?next=/namespaces/network",
                 server.url
             ))
             .send()
-            .unwrap(),
-    );
+            .unwrap();
+        let cookie = response.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            cookie.contains("SameSite=Lax") && cookie.contains("HttpOnly"),
+            "{cookie}"
+        );
+        (
+            location(&response),
+            cookie.split(';').next().unwrap().to_owned(),
+        )
+    };
+    let (to_provider, _theirs) = start(&client);
     let back = provider.approve(&to_provider, "alice@example.com");
-    let signed_in = browser.get(&back).send().unwrap();
-    assert_eq!(location(&signed_in), "/namespaces/network");
-    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
-    let session = cookie.split(';').next().unwrap().to_owned();
-    assert!(session.starts_with("__Host-tfreg_session="), "{cookie}");
-    let page = browser
+    let elsewhere = client.get(&back).send().unwrap();
+    assert_eq!(elsewhere.status().as_u16(), 400);
+    assert!(elsewhere
+        .text()
+        .unwrap()
+        .contains("started in another browser"));
+
+    // In the browser that started it: a session, and on to where the person was going.
+    let (to_provider, binding) = start(&client);
+    let back = provider.approve(&to_provider, "alice@example.com");
+    let signed_in = client.get(&back).header("cookie", &binding).send().unwrap();
+    assert_eq!(signed_in.status().as_u16(), 200);
+    let cookies: Vec<String> = signed_in
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    let session = cookies
+        .iter()
+        .find(|c| c.starts_with("__Host-tfreg_session="))
+        .unwrap_or_else(|| panic!("{cookies:?}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(signed_in
+        .text()
+        .unwrap()
+        .contains("url=/namespaces/network"));
+    let page = client
         .get(format!("{}/", server.url))
         .header("cookie", &session)
         .send()
@@ -595,6 +636,61 @@ fn the_web_pages_offer_signing_in_with_the_provider() {
     assert_eq!(page.status().as_u16(), 200);
     let page = page.text().unwrap();
     assert!(page.contains("vpc") && !page.contains("secret"), "{page}");
+}
+
+#[test]
+fn a_person_signs_in_to_the_pages_with_the_provider_in_a_real_browser() {
+    // Given a private registry signing people in with the provider,
+    let provider = OidcProvider::start();
+    provider.set_user(
+        "alice@example.com",
+        json!({"email": "alice@example.com", "groups": ["network-team"]}),
+    );
+    let data = TempDir::new().unwrap();
+    let server = registry(data.path(), &provider, &[]);
+    let browser = Browser::start(1280, 900);
+
+    // when Alice opens a page, is sent to sign in, and picks the provider,
+    browser.goto(&format!("{}/namespaces/network", server.url));
+    browser.settle();
+    assert!(
+        browser.url().contains("/sign-in?next="),
+        "{}",
+        browser.url()
+    );
+    browser.click("#sign-in-with");
+    assert!(
+        browser.url().starts_with(&provider.issuer),
+        "{}",
+        browser.url()
+    );
+    browser.fill("input[name=sub]", "alice@example.com");
+    browser.click("form button[type=submit]");
+
+    // then, back at the registry, she is signed in on the page she wanted, and sees her
+    // group's namespace only (the session cookie came along after the provider's redirect).
+    let arrived = tfreg_e2e::wait_until(Duration::from_secs(20), || {
+        browser.url().ends_with("/namespaces/network")
+    });
+    assert!(arrived, "ended at {}", browser.url());
+    browser.settle();
+    assert!(
+        browser.text("header").contains("Signed in"),
+        "{}",
+        browser.text("body")
+    );
+    assert!(
+        browser.text("main").contains("vpc"),
+        "{}",
+        browser.text("main")
+    );
+    browser.goto(&format!("{}/", server.url));
+    browser.settle();
+    assert!(
+        !browser.text("main").contains("secret/db"),
+        "{}",
+        browser.text("main")
+    );
 }
 
 #[test]

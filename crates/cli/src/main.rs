@@ -55,6 +55,8 @@ fn main() -> ExitCode {
         Command::Serve(_) => "info",
         // Its checks index the files to publish: what they refuse is printed, not logged.
         Command::Publish(_) => "error",
+        // Token commands leave their audit lines (`tfreg::audit`), as the server does.
+        Command::Token(_) => "warn,tfreg::audit=info",
         _ => "warn",
     });
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -2,12 +2,15 @@
 //! (owner-only): `login/<id>.json` for sign-ins in progress, `code/<id>.json` for
 //! authorization codes. Taking a record renames it first, so of two concurrent takes
 //! (even from two processes) exactly one gets it. Expired records are swept when new ones
-//! are written, and new ones are refused past [`MAX_RECORDS`] live ones, so requests
-//! nobody finishes cannot fill the disk.
+//! are written (at most once a minute), and new ones are refused past [`MAX_RECORDS`] live
+//! ones, so requests nobody finishes cannot fill the disk.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -26,8 +29,20 @@ struct GrantFile {
 
 /// The grants folder of a data directory's state folder.
 pub struct FileGrantStore {
-    dir: PathBuf,
+    inner: Arc<Inner>,
 }
+
+struct Inner {
+    dir: PathBuf,
+    /// Per kind: when its folder was last swept, and how many live records it holds since
+    /// (counted up by writes and down by takes between sweeps).
+    swept: Mutex<HashMap<GrantKind, (Instant, usize)>>,
+}
+
+/// How often a folder is swept of expired records at most.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Leftovers of an interrupted write or take older than this are swept too.
+const LEFTOVER_AGE: Duration = Duration::from_secs(3600);
 
 fn err(action: &str, path: &Path, e: io::Error) -> StoreError {
     StoreError::with_source(format!("cannot {action} {}", path.display()), e)
@@ -42,10 +57,15 @@ impl FileGrantStore {
     /// The grants of the state folder `state_dir` (`DATA/.tfreg`).
     pub fn new(state_dir: &Path) -> Self {
         Self {
-            dir: state_dir.join("grants"),
+            inner: Arc::new(Inner {
+                dir: state_dir.join("grants"),
+                swept: Mutex::new(HashMap::new()),
+            }),
         }
     }
+}
 
+impl Inner {
     fn kind_dir(&self, kind: GrantKind) -> PathBuf {
         self.dir.join(kind.name())
     }
@@ -58,11 +78,26 @@ impl FileGrantStore {
         let mut live = 0;
         for entry in entries.flatten() {
             let path = entry.path();
+            // Only records: a write or a take in progress (`.<id>.tmp`, `.<id>.taken.*`) is
+            // another request's, and never swept from under it.
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || !name.ends_with(".json") {
+                let stale = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > LEFTOVER_AGE);
+                if stale {
+                    let _ = fs::remove_file(&path);
+                }
+                continue;
+            }
             let expired = fs::read(&path)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<GrantFile>(&b).ok())
                 .is_none_or(|f| f.expires_at <= now);
-            // A leftover of an interrupted take or write is swept too.
             if expired && entry.metadata().is_ok_and(|m| m.is_file()) {
                 let _ = fs::remove_file(&path);
             } else {
@@ -84,7 +119,22 @@ impl FileGrantStore {
         }
         let dir = self.kind_dir(kind);
         create_private_dir(&dir).map_err(|e| err("create", &dir, e))?;
-        if Self::sweep(&dir, unix(std::time::SystemTime::now())) >= MAX_RECORDS {
+        let live = {
+            let mut swept = self.swept.lock().map_err(|_| StoreError::new("poisoned"))?;
+            let entry = match swept.get(&kind) {
+                Some((at, live)) if at.elapsed() < SWEEP_EVERY => (*at, *live),
+                _ => (
+                    Instant::now(),
+                    Self::sweep(&dir, unix(std::time::SystemTime::now())),
+                ),
+            };
+            swept.insert(kind, (entry.0, entry.1 + 1));
+            entry.1
+        };
+        if live >= MAX_RECORDS {
+            if let Ok(mut swept) = self.swept.lock() {
+                swept.remove(&kind);
+            }
             return Err(StoreError::new(format!(
                 "more than {MAX_RECORDS} sign-ins are in progress; new ones are refused until they expire"
             )));
@@ -115,6 +165,11 @@ impl FileGrantStore {
         }
         let read = fs::read(&taken);
         let _ = fs::remove_file(&taken);
+        if let Ok(mut swept) = self.swept.lock() {
+            if let Some((_, live)) = swept.get_mut(&kind) {
+                *live = live.saturating_sub(1);
+            }
+        }
         let bytes = read.map_err(|e| err("read", &taken, e))?;
         let file: GrantFile = serde_json::from_slice(&bytes)
             .map_err(|e| StoreError::with_source(format!("{} is corrupt", path.display()), e))?;
@@ -158,17 +213,15 @@ impl GrantStore for FileGrantStore {
         doc: String,
         expires_at: u64,
     ) -> Result<(), StoreError> {
-        let (dir, id) = (self.dir.clone(), id.to_owned());
-        tokio::task::spawn_blocking(move || {
-            FileGrantStore { dir }.put_sync(kind, &id, doc, expires_at)
-        })
-        .await
-        .map_err(|e| StoreError::with_source("a grant write stopped", e))?
+        let (inner, id) = (Arc::clone(&self.inner), id.to_owned());
+        tokio::task::spawn_blocking(move || inner.put_sync(kind, &id, doc, expires_at))
+            .await
+            .map_err(|e| StoreError::with_source("a grant write stopped", e))?
     }
 
     async fn take(&self, kind: GrantKind, id: &str) -> Result<Option<Taken>, StoreError> {
-        let (dir, id) = (self.dir.clone(), id.to_owned());
-        tokio::task::spawn_blocking(move || FileGrantStore { dir }.take_sync(kind, &id))
+        let (inner, id) = (Arc::clone(&self.inner), id.to_owned());
+        tokio::task::spawn_blocking(move || inner.take_sync(kind, &id))
             .await
             .map_err(|e| StoreError::with_source("a grant read stopped", e))?
     }
@@ -177,7 +230,6 @@ impl GrantStore for FileGrantStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[tokio::test]
     async fn a_record_is_taken_once_even_by_racing_takers() {
@@ -220,19 +272,33 @@ mod tests {
     #[tokio::test]
     async fn expired_records_are_swept_when_new_ones_arrive() {
         let dir = tempfile::tempdir().unwrap();
+        let earlier = FileGrantStore::new(dir.path());
+        let (expired, live) = ("b".repeat(64), "c".repeat(64));
+        earlier
+            .put(GrantKind::Login, &expired, "{}".into(), 1)
+            .await
+            .unwrap();
+        // A write in progress is never swept.
+        let other = "d".repeat(64);
+        let writing = dir.path().join(format!("grants/login/.{other}.tmp"));
+        fs::write(&writing, "{").unwrap();
+        // (a store sweeps when it first writes, then at most once a minute)
         let store = FileGrantStore::new(dir.path());
         store
-            .put(GrantKind::Login, &"b".repeat(64), "{}".into(), 1)
+            .put(GrantKind::Login, &live, "{}".into(), u64::MAX)
             .await
             .unwrap();
-        store
-            .put(GrantKind::Login, &"c".repeat(64), "{}".into(), u64::MAX)
-            .await
-            .unwrap();
-        let left: Vec<_> = fs::read_dir(dir.path().join("grants/login"))
+        let mut left: Vec<String> = fs::read_dir(dir.path().join("grants/login"))
             .unwrap()
             .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(left.len(), 1);
+        left.sort();
+        assert_eq!(left, [format!(".{other}.tmp"), format!("{live}.json")]);
+        assert!(store
+            .take(GrantKind::Login, &expired)
+            .await
+            .unwrap()
+            .is_none());
     }
 }

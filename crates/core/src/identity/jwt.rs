@@ -33,6 +33,24 @@ pub enum Refusal {
     WrongAudience { expected: String },
     #[error("the ID token does not carry this sign-in's nonce")]
     WrongNonce,
+    #[error("the ID token was issued to another client (its `azp` is not {expected:?})")]
+    WrongAuthorizedParty { expected: String },
+}
+
+/// OpenID Connect's rule for a token with several audiences: its authorized party (`azp`)
+/// must be present and be this client; when present at all, it must be this client.
+pub fn check_authorized_party(claims: &Claims, client_id: &str) -> Result<(), Refusal> {
+    let audiences = match claims.get("aud") {
+        Some(serde_json::Value::Array(list)) => list.len(),
+        _ => 1,
+    };
+    match claims.get("azp").and_then(|v| v.as_str()) {
+        Some(azp) if azp == client_id => Ok(()),
+        None if audiences <= 1 => Ok(()),
+        _ => Err(Refusal::WrongAuthorizedParty {
+            expected: client_id.to_owned(),
+        }),
+    }
 }
 
 /// The claims of a token, read without checking anything: only to pick the issuer whose
@@ -141,6 +159,29 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_audiences_need_this_client_as_authorized_party() {
+        let claims = |v: serde_json::Value| v.as_object().unwrap().clone();
+        assert_eq!(
+            check_authorized_party(&claims(serde_json::json!({"aud": "c"})), "c"),
+            Ok(())
+        );
+        assert!(
+            check_authorized_party(&claims(serde_json::json!({"aud": ["c", "d"]})), "c").is_err()
+        );
+        assert_eq!(
+            check_authorized_party(
+                &claims(serde_json::json!({"aud": ["c", "d"], "azp": "c"})),
+                "c"
+            ),
+            Ok(())
+        );
+        assert!(
+            check_authorized_party(&claims(serde_json::json!({"aud": "c", "azp": "d"})), "c")
+                .is_err()
+        );
+    }
 
     #[test]
     fn garbage_is_malformed_and_symmetric_algorithms_are_refused() {

@@ -113,6 +113,7 @@ async fn start(state: &LoginState, origin: &Origin, purpose: Purpose) -> Respons
     let verifier = pkce::random_value();
     let nonce = pkce::random_value();
     let callback = callback_url(origin);
+    let web = matches!(purpose, Purpose::Web { .. });
     let login = PendingLogin {
         purpose,
         verifier: verifier.clone(),
@@ -142,12 +143,25 @@ async fn start(state: &LoginState, origin: &Origin, purpose: Purpose) -> Respons
     } else {
         '?'
     };
-    Redirect::to(&format!(
+    let mut response = Redirect::to(&format!(
         "{}{separator}{query}",
         metadata.authorization_endpoint
     ))
-    .into_response()
+    .into_response();
+    if web {
+        // Binds the sign-in to this browser: the callback takes it only with this cookie,
+        // so nobody can sign someone else in with a callback link of their own.
+        if let Ok(value) = session::set_lax_cookie(LOGIN_COOKIE, &key, 600).parse() {
+            response
+                .headers_mut()
+                .append(axum::http::header::SET_COOKIE, value);
+        }
+    }
+    response
 }
+
+/// The cookie that binds a web sign-in in progress to the browser that started it.
+pub const LOGIN_COOKIE: &str = "__Host-tfreg_login";
 
 /// `GET /oauth/authorization`: checks Terraform's request, then on to the provider.
 async fn authorize(
@@ -223,6 +237,7 @@ pub struct CallbackQuery {
 /// `GET /oauth/callback`: the provider's answer; the code for Terraform, or a session.
 async fn callback(
     State(state): State<LoginState>,
+    headers: axum::http::HeaderMap,
     query: Result<Query<CallbackQuery>, QueryRejection>,
 ) -> Response {
     let Some(config) = &state.identity.sign_in else {
@@ -243,6 +258,22 @@ async fn callback(
         Err(GrantError::Store(e)) => return pages::store_failed(&e),
         Err(e) => return pages::bad_request(&format!("This sign-in cannot be completed: {e}.")),
     };
+    if matches!(login.purpose, Purpose::Web { .. }) {
+        let started_here = session::request_cookie(&headers, LOGIN_COOKIE).is_some_and(|cookie| {
+            session::same_secret(cookie, answer.state.as_deref().unwrap_or(""))
+        });
+        if !started_here {
+            audit::record(
+                Event::Refused,
+                None,
+                None,
+                "web sign-in: the callback came to a browser that did not start the sign-in",
+            );
+            return pages::bad_request(
+                "This sign-in was started in another browser (or its cookie was lost): sign in again from the registry's sign-in page.",
+            );
+        }
+    }
     if let Some(error) = answer.error {
         let description = answer.error_description.unwrap_or_default();
         audit::record(
@@ -298,6 +329,12 @@ async fn callback(
             ));
         }
     };
+    if let Err(e) = tfreg_core::identity::jwt::check_authorized_party(&claims, &config.client_id) {
+        audit::record(Event::Refused, None, None, &format!("sign-in: {e}"));
+        return pages::refused(&format!(
+            "The identity provider's answer was not accepted: {e}."
+        ));
+    }
     let subject = config.subject(&claims);
     let Some(access) = config.access_for(&claims) else {
         let groups = config.groups(&claims);
@@ -361,13 +398,17 @@ async fn callback(
                 };
             let expires = SessionKey::expiry(&record, now, lifetime);
             let value = key.issue(&record, expires);
-            let mut response = Redirect::to(&next).into_response();
+            // A page of this site moves on to `next`, not a redirect: browsers send the
+            // SameSite=Strict session cookie only on navigations this site starts, and this
+            // request came from the identity provider's page.
+            let mut response = pages::signed_in(&next);
             session::append_cookie(
                 &mut response,
                 SESSION_COOKIE,
                 &value,
                 expires.saturating_sub(tokens::unix(now)),
             );
+            session::append_cookie(&mut response, LOGIN_COOKIE, "", 0);
             response
         }
     }

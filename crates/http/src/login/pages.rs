@@ -48,3 +48,22 @@ pub fn store_failed(error: &StoreError) -> Response {
         "The registry could not record this sign-in; try again in a moment. Its logs say why.",
     )
 }
+
+/// The page a web sign-in ends on: it moves on to `next` (a path of this site) at once,
+/// with a link for browsers that do not.
+pub fn signed_in(next: &str) -> Response {
+    let page = html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content={ "0; url=" (next) };
+                title { "Signed in" }
+            }
+            body {
+                p { "Signed in. " a href=(next) { "Continue" } }
+            }
+        }
+    };
+    crate::web::html(StatusCode::OK, page)
+}

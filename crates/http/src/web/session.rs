@@ -165,6 +165,13 @@ pub fn set_cookie(name: &str, value: &str, max_age: u64) -> String {
     format!("{name}={value}; Max-Age={max_age}; Path=/; Secure; HttpOnly; SameSite=Strict")
 }
 
+/// A `Set-Cookie` value as [`set_cookie`]'s, but `SameSite=Lax`: for the one cookie that
+/// must come back on the identity provider's redirect (a cross-site navigation), the one
+/// that binds a sign-in to the browser that started it.
+pub fn set_lax_cookie(name: &str, value: &str, max_age: u64) -> String {
+    format!("{name}={value}; Max-Age={max_age}; Path=/; Secure; HttpOnly; SameSite=Lax")
+}
+
 /// Sets cookie `name` on `response` (see [`set_cookie`]; `max_age` 0 removes it).
 pub fn append_cookie(
     response: &mut axum::response::Response,

@@ -46,6 +46,7 @@ pub(crate) fn local_path(next: Option<&str>) -> String {
             if next.starts_with('/')
                 && !next.starts_with("//")
                 && !next.starts_with("/\\")
+                && next.is_ascii()
                 && !next.chars().any(|c| c.is_control())
                 && next.len() <= 2048 =>
         {
@@ -269,6 +270,7 @@ mod tests {
             "/\\evil.example",
             "evil",
             "/a\nb",
+            "/\u{e9}",
             "",
         ] {
             assert_eq!(local_path(Some(away)), "/", "{away:?}");
