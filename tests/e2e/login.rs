@@ -334,6 +334,18 @@ fn terraform_login_issues_a_token_scoped_by_the_persons_groups() {
     assert!(server.log().contains("token_refused"));
 }
 
+/// A provider where Alice is in `network-team`, and a registry signing people in with it.
+fn alices_registry() -> (OidcProvider, TempDir, Server) {
+    let provider = OidcProvider::start();
+    provider.set_user(
+        "alice@example.com",
+        json!({"email": "alice@example.com", "groups": ["network-team"]}),
+    );
+    let data = TempDir::new().unwrap();
+    let server = registry(data.path(), &provider, &[]);
+    (provider, data, server)
+}
+
 /// Plays Terraform's side of the login by hand: returns a code for Alice, its PKCE
 /// verifier and redirect URI.
 fn authorization_code(server: At, provider: &OidcProvider) -> (String, String, String) {
@@ -394,13 +406,7 @@ fn redeem(server: At, code: &str, verifier: &str, redirect_uri: &str) -> (u16, V
 
 #[test]
 fn codes_are_single_use_short_lived_and_bound_to_their_pkce_verifier() {
-    let provider = OidcProvider::start();
-    provider.set_user(
-        "alice@example.com",
-        json!({"email": "alice@example.com", "groups": ["network-team"]}),
-    );
-    let data = TempDir::new().unwrap();
-    let server = registry(data.path(), &provider, &[]);
+    let (provider, data, server) = alices_registry();
 
     // A code redeemed with its verifier gives a token; a second time, nothing.
     let (code, verifier, redirect_uri) = authorization_code((&server).into(), &provider);
@@ -530,9 +536,11 @@ fn ci_exchanges_its_id_token_for_a_short_lived_scoped_token() {
     // A wrong audience, a forged signature, an expired token, another repository, an
     // unknown issuer: each refused, saying why.
     let other_audience = ci.id_token("https://elsewhere.example", job);
-    let mut forged = id_token.clone();
-    let last = forged.pop().unwrap();
-    forged.push(if last == 'A' { 'B' } else { 'A' });
+    // (a signature of the right length, one bit off: base64 stays canonical)
+    let (signed, signature) = id_token.rsplit_once('.').unwrap();
+    let mut signature = URL_SAFE_NO_PAD.decode(signature).unwrap();
+    signature[0] ^= 1;
+    let forged = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature));
     let expired = short.id_token(CI_AUDIENCE, job);
     std::thread::sleep(Duration::from_secs(8));
     let fork = ci.id_token(CI_AUDIENCE, "evil-infra-main");
@@ -556,13 +564,7 @@ fn ci_exchanges_its_id_token_for_a_short_lived_scoped_token() {
 
 #[test]
 fn the_web_pages_offer_signing_in_with_the_provider() {
-    let provider = OidcProvider::start();
-    provider.set_user(
-        "alice@example.com",
-        json!({"email": "alice@example.com", "groups": ["network-team"]}),
-    );
-    let data = TempDir::new().unwrap();
-    let server = registry(data.path(), &provider, &[]);
+    let (provider, data, server) = alices_registry();
 
     let (status, page) = server.get("/sign-in?next=/namespaces/network");
     assert_eq!(status, 200);
@@ -641,13 +643,7 @@ fn the_web_pages_offer_signing_in_with_the_provider() {
 #[test]
 fn a_person_signs_in_to_the_pages_with_the_provider_in_a_real_browser() {
     // Given a private registry signing people in with the provider,
-    let provider = OidcProvider::start();
-    provider.set_user(
-        "alice@example.com",
-        json!({"email": "alice@example.com", "groups": ["network-team"]}),
-    );
-    let data = TempDir::new().unwrap();
-    let server = registry(data.path(), &provider, &[]);
+    let (provider, data, server) = alices_registry();
     let browser = Browser::start(1280, 900);
 
     // when Alice opens a page, is sent to sign in, and picks the provider,

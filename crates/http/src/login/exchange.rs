@@ -10,7 +10,7 @@ use tfreg_core::identity::audit::{self, Event};
 use tfreg_core::identity::jwt::{self, Refusal};
 
 use super::oidc::VerifyError;
-use super::{issue, namespaces_of, oauth_error, token_answer, LoginState, TokenRequest};
+use super::{namespaces_of, oauth_error, token_endpoint_answer, Grant, LoginState, TokenRequest};
 
 /// RFC 8693's grant type.
 pub const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -101,26 +101,14 @@ pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Respo
             "CI exchange, rule {:?}, of a token from {}",
             rule.name, rule.issuer
         );
-        return match issue(
-            state,
-            namespaces_of(&rule.access()),
-            &subject,
-            &how,
-            rule.token_lifetime,
-            Event::Exchanged,
-        )
-        .await
-        {
-            Ok(new) => token_answer(&new, true),
-            Err(e) => {
-                tracing::error!(error = %tfreg_core::store::ErrorChain(&e), "could not store a new token");
-                oauth_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "temporarily_unavailable",
-                    "the registry could not store the new token; try again",
-                )
-            }
+        let grant = Grant {
+            namespaces: namespaces_of(&rule.access()),
+            subject: &subject,
+            how: &how,
+            lifetime: rule.token_lifetime,
+            event: Event::Exchanged,
         };
+        return token_endpoint_answer(state, grant).await;
     }
     refuse(subject.as_deref(), &reasons.join("; "))
 }

@@ -573,17 +573,40 @@ async fn redeem(state: &LoginState, request: TokenRequest) -> Response {
         );
     }
     let how = format!("terraform login via {}", config.issuer);
-    match issue(
+    let grant = Grant {
+        namespaces: code.namespaces,
+        subject: &code.subject,
+        how: &how,
+        lifetime: config.token_lifetime,
+        event: Event::Issued,
+    };
+    token_endpoint_answer(state, grant).await
+}
+
+/// What a token is issued for, by the token endpoint.
+pub(crate) struct Grant<'a> {
+    pub namespaces: Vec<Namespace>,
+    pub subject: &'a str,
+    pub how: &'a str,
+    pub lifetime: Duration,
+    /// [`Event::Issued`] (`terraform login`) or [`Event::Exchanged`] (CI).
+    pub event: Event,
+}
+
+/// Issues the token of `grant` and answers with it, as the token endpoint does.
+pub(crate) async fn token_endpoint_answer(state: &LoginState, grant: Grant<'_>) -> Response {
+    let exchanged = grant.event == Event::Exchanged;
+    let issued = issue(
         state,
-        code.namespaces,
-        &code.subject,
-        &how,
-        config.token_lifetime,
-        Event::Issued,
+        grant.namespaces,
+        grant.subject,
+        grant.how,
+        grant.lifetime,
+        grant.event,
     )
-    .await
-    {
-        Ok(new) => token_answer(&new, false),
+    .await;
+    match issued {
+        Ok(new) => token_answer(&new, exchanged),
         Err(e) => {
             tracing::error!(error = %tfreg_core::store::ErrorChain(&e), "could not store a new token");
             oauth_error(
