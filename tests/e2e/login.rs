@@ -406,7 +406,7 @@ fn redeem(server: At, code: &str, verifier: &str, redirect_uri: &str) -> (u16, V
 
 #[test]
 fn codes_are_single_use_short_lived_and_bound_to_their_pkce_verifier() {
-    let (provider, data, server) = alices_registry();
+    let (provider, _data, server) = alices_registry();
 
     // A code redeemed with its verifier gives a token; a second time, nothing.
     let (code, verifier, redirect_uri) = authorization_code((&server).into(), &provider);
@@ -564,7 +564,7 @@ fn ci_exchanges_its_id_token_for_a_short_lived_scoped_token() {
 
 #[test]
 fn the_web_pages_offer_signing_in_with_the_provider() {
-    let (provider, data, server) = alices_registry();
+    let (provider, _data, server) = alices_registry();
 
     let (status, page) = server.get("/sign-in?next=/namespaces/network");
     assert_eq!(status, 200);
@@ -643,7 +643,7 @@ fn the_web_pages_offer_signing_in_with_the_provider() {
 #[test]
 fn a_person_signs_in_to_the_pages_with_the_provider_in_a_real_browser() {
     // Given a private registry signing people in with the provider,
-    let (provider, data, server) = alices_registry();
+    let (provider, _data, server) = alices_registry();
     let browser = Browser::start(1280, 900);
 
     // when Alice opens a page, is sent to sign in, and picks the provider,
