@@ -2,6 +2,7 @@
 #
 #   make run    build and serve the registry locally over HTTPS (./registry-data)
 #   make token  create an access token for the local registry (printed as the last line)
+#   make install  put `tfreg` on the PATH (~/.cargo/bin; AWS=1 with the AWS shape's commands)
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
 #   make stack  the AWS stack on this machine: functions, API Gateway and S3/DynamoDB stand-ins
@@ -9,6 +10,7 @@
 #   make bench  benchmarks into BENCHMARKS.md (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
 #   make deploy sam deploy (guided the first time)
+#   make release  versioned tfreg archives for Linux and macOS, x86_64 and arm64, with SHA-256 sums
 #   make fuzz   run one fuzz target (TARGET=<name> [SECONDS=600]; nightly + cargo-fuzz, not in `make test`)
 #   make fuzz-list  the fuzz targets
 
@@ -39,15 +41,31 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: release release-check install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+
+# The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
+AWS ?=
+CLI_FEATURES := $(if $(AWS),,--no-default-features)
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
-	$(CARGO) run --locked -p tfreg-cli --bin tfreg -- serve --data $(DATA) --listen $(LISTEN) $(ARGS)
+	$(CARGO) run --locked -p tfreg-cli $(CLI_FEATURES) --bin tfreg -- serve --data $(DATA) --listen $(LISTEN) $(ARGS)
 
 ## Create an access token for $(DATA) (ARGS="--namespace acme --expires 90d" to restrict it)
 token:
-	@$(CARGO) run --quiet --locked -p tfreg-cli --bin tfreg -- token create --data $(DATA) $(ARGS)
+	@$(CARGO) run --quiet --locked -p tfreg-cli $(CLI_FEATURES) --bin tfreg -- token create --data $(DATA) $(ARGS)
+
+## Install `tfreg` into ~/.cargo/bin (AWS=1: with --table, --bucket and reindex)
+install:
+	$(CARGO) install --locked --path crates/cli $(CLI_FEATURES)
+	@command -v tfreg >/dev/null || echo "tfreg is installed in $${CARGO_HOME:-$$HOME/.cargo}/bin, which is not on your PATH: add it (export PATH=\"$${CARGO_HOME:-$$HOME/.cargo}/bin:\$$PATH\")"
+
+## The local shape's build compiles no AWS SDK crate (what `make run` builds)
+check-local-build:
+	@if $(CARGO) tree --locked -p tfreg-cli --no-default-features -e normal --prefix none | grep -E '^aws-'; then \
+	  echo "the local build (make run) depends on the AWS crates above: keep them behind tfreg-cli's aws feature"; exit 1; \
+	fi
+	@echo "the local build (make run) compiles no AWS SDK crate"
 
 ## Every check CI runs
 test: check-tools venv lint lint-template check-lambda-zips
@@ -90,10 +108,11 @@ coldstart:
 	$(CARGO) build --locked --release --workspace --bins
 	$(CARGO_TARGET_DIR)/release/tfreg-coldstart
 
-## Formatting and lints
-lint:
+## Formatting and lints (the local-only tfreg too)
+lint: check-local-build
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --locked -p tfreg-cli --no-default-features --all-targets -- -D warnings
 
 ## The SAM template: cfn-lint, SAM's own validation, no dependency cycles, its permissions
 ## and limits (tests/tools/template_policy.py); all offline
@@ -132,6 +151,19 @@ build: build-venv
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(CARGO) lambda build --locked --release $$flag --output-format zip \
 	  --lambda-dir $(LAMBDA_DIR) $(addprefix --bin ,$(FUNCTIONS))
 	@ls -l $(foreach f,$(FUNCTIONS),$(LAMBDA_DIR)/$(f)/bootstrap.zip)
+
+# Release archives: tfreg with AWS support, cross-compiled with cargo-zigbuild.
+VERSION ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+RELEASE_DIR ?= build/release
+RELEASE_TARGETS ?= x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin
+
+## tfreg-$(VERSION)-<target>.tar.gz for each of RELEASE_TARGETS, and tfreg-$(VERSION)-SHA256SUMS
+release: build-venv
+	PATH="$(abspath $(VENV))/bin:$$PATH" tools/release.sh $(VERSION) $(RELEASE_DIR) $(RELEASE_TARGETS)
+
+## Installs this machine's archive as the README says, in a scratch folder, and runs it
+release-check:
+	tools/check-release.sh $(VERSION) $(RELEASE_DIR) $$(rustc -vV | sed -n 's/^host: //p')
 
 ## Both architectures, one after the other (build/lambda holds the last)
 build-all:

@@ -14,6 +14,7 @@ mod provider_checks;
 mod providers;
 mod publish;
 mod read_api;
+mod readme;
 mod request_cost;
 mod serve;
 mod stack;

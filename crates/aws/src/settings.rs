@@ -15,6 +15,10 @@ use tfreg_core::Hostname;
 pub const URL_TTL_RANGE: (Duration, Duration) =
     (Duration::from_secs(10), Duration::from_secs(3600));
 
+/// S3's smallest and largest part of a multipart upload (all but the last part must be at
+/// least the smallest).
+pub const PART_SIZE_RANGE: (u64, u64) = (5 * 1024 * 1024, 5 * 1024 * 1024 * 1024);
+
 /// The shortest secret that may sign download URLs.
 pub const MIN_SECRET_LEN: usize = 32;
 

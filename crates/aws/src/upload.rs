@@ -12,9 +12,9 @@ use tfreg_core::StoreError;
 use tokio::task::JoinSet;
 
 /// S3's smallest part (all but the last part of an upload must be at least this large).
-pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+pub const MIN_PART_SIZE: u64 = crate::settings::PART_SIZE_RANGE.0;
 /// S3's largest part.
-pub const MAX_PART_SIZE: u64 = 5 * 1024 * 1024 * 1024;
+pub const MAX_PART_SIZE: u64 = crate::settings::PART_SIZE_RANGE.1;
 /// S3's most parts in one upload.
 pub const MAX_PARTS: u64 = 10_000;
 /// Files larger than this are uploaded in parts of this size, unless told otherwise.

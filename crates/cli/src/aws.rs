@@ -18,32 +18,71 @@ pub struct Aws {
     /// One-time sign-in records (for `serve --identity`).
     pub grants: Arc<dyn tfreg_core::identity::GrantStore>,
     /// The SDK's configuration, for what else is read (Secrets Manager).
-    pub sdk: tfreg_aws::Aws,
+    #[cfg(feature = "aws")]
+    sdk: tfreg_aws::Aws,
+}
+
+/// Why a command of the AWS shape cannot run in a tfreg built without AWS support.
+#[cfg(not(feature = "aws"))]
+pub fn not_built() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this tfreg was built for the local shape only, without AWS support: install one with it (`make install AWS=1`, or `cargo install --locked --path crates/cli`)"
+    )
 }
 
 impl Aws {
     /// With `redirect`, download URLs point at this server, which redirects to S3;
     /// `indexing`: queries read consistently, as the indexer needs.
+    #[cfg(feature = "aws")]
     pub async fn connect(
         table: &str,
         bucket: &str,
         url_ttl: Duration,
         redirect: Option<Arc<UrlSigner>>,
         indexing: bool,
-    ) -> Aws {
+    ) -> anyhow::Result<Aws> {
         let aws = tfreg_aws::Aws::from_env().await;
-        Aws {
+        Ok(Aws {
             metadata: Arc::new(aws.metadata(table, indexing)),
             artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
             tokens: Arc::new(aws.tokens(table)),
             grants: Arc::new(aws.grants(table)),
             sdk: aws,
-        }
+        })
+    }
+
+    /// Not in a tfreg built without AWS support.
+    #[cfg(not(feature = "aws"))]
+    pub async fn connect(
+        _table: &str,
+        _bucket: &str,
+        _url_ttl: Duration,
+        _redirect: Option<Arc<UrlSigner>>,
+        _indexing: bool,
+    ) -> anyhow::Result<Aws> {
+        Err(not_built())
     }
 
     /// The token store alone (no bucket needed).
-    pub async fn tokens(table: &str) -> Arc<dyn TokenStore> {
-        Arc::new(tfreg_aws::Aws::from_env().await.tokens(table))
+    pub async fn tokens(table: &str) -> anyhow::Result<Arc<dyn TokenStore>> {
+        #[cfg(feature = "aws")]
+        return Ok(Arc::new(tfreg_aws::Aws::from_env().await.tokens(table)));
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = table;
+            Err(not_built())
+        }
+    }
+
+    /// The string of a Secrets Manager secret.
+    pub async fn secret_string(&self, arn: &str) -> anyhow::Result<String> {
+        #[cfg(feature = "aws")]
+        return Ok(self.sdk.secret_string(arn).await?);
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = arn;
+            Err(not_built())
+        }
     }
 }
 
@@ -76,7 +115,7 @@ pub struct ReindexArgs {
 /// after lost events, or to rebuild a lost table.
 pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
     let (table, bucket) = table_and_bucket(&args.table, &args.bucket)?;
-    let aws = Aws::connect(&table, &bucket, Duration::from_secs(300), None, true).await;
+    let aws = Aws::connect(&table, &bucket, Duration::from_secs(300), None, true).await?;
     // Each module is listed once, at the end, not after each of its versions.
     let indexer = Indexer::new(aws.metadata, aws.artifacts)
         .with_hostname(args.hostname.get())

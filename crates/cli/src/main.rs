@@ -136,7 +136,9 @@ fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
 /// Logs go to stderr, redacted; `RUST_LOG` sets the verbosity.
 fn init_tracing(default: &str) {
     let style = tfreg_http::logging::LogStyle {
-        ansi: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        // Colours only for a terminal, and never under NO_COLOR (https://no-color.org).
+        ansi: std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         time: true,
         json: false,
     };

@@ -110,6 +110,7 @@ const FIRST_INDEX_WAIT: Duration = Duration::from_secs(30);
 const RESTORED_WAIT: Duration = Duration::from_millis(250);
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let aws = match (&args.table.table, &args.bucket.bucket) {
         (None, None) => None,
         _ => Some(crate::aws::table_and_bucket(&args.table, &args.bucket)?),
@@ -159,8 +160,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         )
     })?;
 
-    let listener = std::net::TcpListener::bind(&args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listener = match std::net::TcpListener::bind(&args.listen) {
+        Ok(listener) => listener,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
+            "cannot listen on {}: the address is in use (another tfreg, or another server). \
+             Pick another with --listen 127.0.0.1:PORT (or TFREG_LISTEN; `make run LISTEN=127.0.0.1:PORT`), \
+             or port 0 for any free one",
+            args.listen
+        ),
+        Err(e) => return Err(e).with_context(|| format!("cannot listen on {}", args.listen)),
+    };
     listener.set_nonblocking(true)?;
     let local_addr = listener.local_addr()?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -177,13 +186,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let redirect = (args.downloads == DownloadMode::Redirect).then(|| signer.clone());
             let aws =
                 crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect.clone(), false)
-                    .await;
-            let registry =
-                Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
+                    .await?;
             let secret = match &args.identity.oidc_client_secret_arn {
-                Some(arn) => Some(aws.sdk.secret_string(arn).await?),
+                Some(arn) => Some(aws.secret_string(arn).await?),
                 None => args.identity.oidc_client_secret.clone(),
             };
+            let registry =
+                Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
             let issuing = Arc::clone(&aws.tokens);
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public.public).then_some(aws.tokens);
             // With presigned downloads there is nothing for this server to sign.
@@ -267,6 +276,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
             }
             let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
+            // One line once the data directory is indexed, instead of one per file.
+            let mut indexed = watcher.first_index_signal();
+            let counting = registry.clone();
+            tokio::spawn(async move {
+                if indexed.wait_for(|done| *done).await.is_err() {
+                    return;
+                }
+                match counting.counts().await {
+                    Ok(counts) => tracing::info!(
+                        "indexed {} modules, {} providers in {:.1}s",
+                        counts.modules,
+                        counts.providers,
+                        started.elapsed().as_secs_f64()
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "could not count what is indexed"),
+                }
+            });
             let file_tokens = Arc::new(FileTokenStore::new(state_dir.path()));
             let tokens: Option<Arc<dyn TokenStore>> = if args.public.public {
                 None
@@ -414,6 +440,24 @@ struct Banner<'a> {
     login: bool,
 }
 
+/// How to run this very `tfreg` from a shell: `tfreg` when that is what the PATH finds,
+/// else its full path (under `make run`, or before `make install`), so printed commands
+/// work as printed.
+fn tfreg_command() -> String {
+    let Ok(exe) = std::env::current_exe().and_then(|e| e.canonicalize()) else {
+        return "tfreg".into();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("tfreg"))
+            .find(|candidate| candidate.is_file())
+    });
+    match on_path.and_then(|found| found.canonicalize().ok()) {
+        Some(found) if found == exe => "tfreg".into(),
+        _ => exe.display().to_string(),
+    }
+}
+
 /// What a user needs to point Terraform at this server, on stdout. The first line is stable:
 /// `tfreg serving https://ADDR/` (tests and scripts read the address from it).
 fn print_banner(b: &Banner<'_>) {
@@ -438,8 +482,12 @@ fn print_banner(b: &Banner<'_>) {
         out.push_str("  access:         public: every request is answered, without a token\n");
     } else {
         let create = match b.aws {
-            Some((table, _)) => format!("tfreg token create --table {table}"),
-            None => format!("tfreg token create --data {}", b.data.display()),
+            Some((table, _)) => format!("{} token create --table {table}", tfreg_command()),
+            None => format!(
+                "{} token create --data {}",
+                tfreg_command(),
+                b.data.display()
+            ),
         };
         out.push_str(&format!(
             "  access:         a token is required; create one with\n                  {create}\n"

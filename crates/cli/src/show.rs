@@ -54,7 +54,7 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let registry = if args.table.table.is_some() || args.bucket.bucket.is_some() {
         let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
         let aws =
-            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await;
+            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await?;
         Registry::new(aws.metadata.clone(), aws.artifacts)
     } else {
         let data = args

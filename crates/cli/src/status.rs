@@ -56,7 +56,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
         // The table already holds the indexer's verdicts: report them as they stand.
         let aws =
-            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await;
+            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await?;
         let keys = aws.artifacts.list().await?;
         let registry = Registry::new(aws.metadata.clone(), aws.artifacts);
         let doc = report::build(

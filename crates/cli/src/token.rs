@@ -59,10 +59,25 @@ enum TokenCommand {
 
 async fn store(location: &Location) -> anyhow::Result<Arc<dyn TokenStore>> {
     if let Some(table) = &location.table.table {
-        return Ok(crate::aws::Aws::tokens(table).await);
+        return crate::aws::Aws::tokens(table).await;
     }
     let state = StateDir::open(&location.data)?;
     Ok(Arc::new(FileTokenStore::new(state.path())))
+}
+
+/// True when the data directory has a folder of `namespace` (names match case-insensitively,
+/// as the registry matches them) under `modules/` or `providers/`.
+fn published_under(data: &std::path::Path, namespace: &Namespace) -> bool {
+    ["modules", "providers"].iter().any(|kind| {
+        std::fs::read_dir(data.join(kind)).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| name.eq_ignore_ascii_case(namespace.as_str()))
+            })
+        })
+    })
 }
 
 fn time(seconds: u64) -> String {
@@ -83,6 +98,17 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
                 .collect::<Result<Vec<_>, _>>()?;
             if expires.is_some_and(|e| e.is_zero()) {
                 bail!("--expires must be longer than 0s");
+            }
+            if location.table.table.is_none() {
+                for namespace in &namespaces {
+                    if !published_under(&location.data, namespace) {
+                        eprintln!(
+                            "warning: nothing is published under the namespace {namespace} in {} yet \
+                             (no modules/{namespace}/ or providers/{namespace}/): check its spelling",
+                            location.data.display()
+                        );
+                    }
+                }
             }
             let store = store(&location).await?;
             let new = generate(namespaces, description, expires, SystemTime::now());

@@ -330,12 +330,14 @@ pub async fn handle_s3_event(
         let kind = record.event_name.as_deref().unwrap_or("unknown");
         tracing::info!(key, kind, "S3 event");
         let outcome = indexer.index_key(&key).await?;
-        outcomes.push(match outcome {
+        let said = match outcome {
             IndexOutcome::Published(a) => format!("published {a}"),
             IndexOutcome::Unpublished(a) => format!("unpublished {a}"),
             IndexOutcome::Rejected { key, reason } => format!("rejected {key}: {reason}"),
             IndexOutcome::Ignored => format!("ignored {key}"),
-        });
+        };
+        tracing::info!(key, "{said}");
+        outcomes.push(said);
     }
     Ok(outcomes)
 }

@@ -159,6 +159,12 @@ impl DataDirWatcher {
         Self { task, first_index }
     }
 
+    /// What turns true once every file present at start has been indexed (for a task of
+    /// its own to wait on).
+    pub fn first_index_signal(&self) -> watch::Receiver<bool> {
+        self.first_index.clone()
+    }
+
     /// Waits until every file present at start has been indexed.
     pub async fn first_index_done(&self) {
         let mut done = self.first_index.clone();
@@ -492,6 +498,17 @@ impl Sync {
         let Indexed { key, outcome, meta } = indexed;
         self.running.remove(&key);
         self.changed_at = Some(Instant::now());
+        // Once the data directory has been indexed at start (one summary line, by `tfreg
+        // serve`), each change is worth a line of its own.
+        if self.first_done.is_none() {
+            match &outcome {
+                Ok(IndexOutcome::Published(artifact)) => tracing::info!(key, "indexed {artifact}"),
+                Ok(IndexOutcome::Unpublished(artifact)) => {
+                    tracing::info!(key, "unpublished {artifact}")
+                }
+                _ => {}
+            }
+        }
         match (outcome, meta) {
             (Ok(_), Ok(Some(meta))) => {
                 self.known.insert(key.clone(), meta);

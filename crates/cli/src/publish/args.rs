@@ -120,7 +120,7 @@ impl Options {
                 }
                 Destination::local(data)
             }
-            (None, Some(bucket)) => Ok(Destination::bucket(bucket, self.multipart_threshold).await),
+            (None, Some(bucket)) => Destination::bucket(bucket, self.multipart_threshold).await,
             (None, None) => bail!(
                 "say where to publish: --data DIR (a data directory) or --bucket NAME (the AWS shape)"
             ),
@@ -138,7 +138,7 @@ impl Options {
             return Ok(None);
         };
         let aws =
-            crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None, false).await;
+            crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None, false).await?;
         Ok(Some(Observer::Table {
             registry: Registry::new(aws.metadata.clone(), aws.artifacts),
             metadata: aws.metadata,
@@ -192,10 +192,7 @@ fn part_size(value: &str) -> Result<u64, String> {
     let size = number
         .checked_mul(scale)
         .ok_or_else(|| format!("{value:?} is too large"))?;
-    let (min, max) = (
-        tfreg_aws::upload::MIN_PART_SIZE,
-        tfreg_aws::upload::MAX_PART_SIZE,
-    );
+    let (min, max) = tfreg_aws::settings::PART_SIZE_RANGE;
     if !(min..=max).contains(&size) {
         return Err("must be between 5MiB and 5GiB (S3's part sizes)".into());
     }

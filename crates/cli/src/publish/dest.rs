@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
+#[cfg(feature = "aws")]
 use tfreg_aws::upload::Uploader;
+#[cfg(feature = "aws")]
 use tfreg_aws::S3ArtifactStore;
 use tfreg_core::layout::{classify, Classified};
 use tfreg_core::signing::UrlSigner;
@@ -36,6 +38,7 @@ pub enum Destination {
         root: PathBuf,
         store: FsArtifactStore,
     },
+    #[cfg(feature = "aws")]
     Bucket {
         uploader: Uploader,
         store: S3ArtifactStore,
@@ -62,18 +65,26 @@ impl Destination {
 
     /// The bucket, through the standard SDK environment; files larger than `part_size`
     /// are uploaded in parts.
-    pub async fn bucket(bucket: &str, part_size: u64) -> Destination {
+    #[cfg(feature = "aws")]
+    pub async fn bucket(bucket: &str, part_size: u64) -> anyhow::Result<Destination> {
         let config = tfreg_aws::sdk_config().await;
         let client = tfreg_aws::s3_client(&config);
-        Destination::Bucket {
+        Ok(Destination::Bucket {
             uploader: Uploader::new(client.clone(), bucket).with_part_size(part_size),
             store: S3ArtifactStore::new(client, bucket, Duration::from_secs(60)),
-        }
+        })
+    }
+
+    /// The bucket: not in a tfreg built without AWS support.
+    #[cfg(not(feature = "aws"))]
+    pub async fn bucket(_bucket: &str, _part_size: u64) -> anyhow::Result<Destination> {
+        Err(crate::aws::not_built())
     }
 
     fn store(&self) -> &dyn ArtifactStore {
         match self {
             Destination::Local { store, .. } => store,
+            #[cfg(feature = "aws")]
             Destination::Bucket { store, .. } => store,
         }
     }
@@ -82,6 +93,7 @@ impl Destination {
     pub fn describe(&self, key: &str) -> String {
         match self {
             Destination::Local { root, .. } => root.join(key).display().to_string(),
+            #[cfg(feature = "aws")]
             Destination::Bucket { uploader, .. } => format!("s3://{}/{key}", uploader.bucket()),
         }
     }
@@ -90,6 +102,7 @@ impl Destination {
     pub fn data_dir(&self) -> Option<&Path> {
         match self {
             Destination::Local { root, .. } => Some(root),
+            #[cfg(feature = "aws")]
             Destination::Bucket { .. } => None,
         }
     }
@@ -101,6 +114,7 @@ impl Destination {
         }
         // S3 answers a read of a missing key with 403, not 404, to a publisher who may list
         // only the namespace's prefixes (README, Permissions): ask the listing first.
+        #[cfg(feature = "aws")]
         if let Destination::Bucket { uploader, .. } = self {
             if !uploader.list(key).await?.iter().any(|k| k == key) {
                 return Ok(Existing::Absent);
@@ -129,7 +143,7 @@ impl Destination {
 
     /// Every key under `prefix` (a folder, ending in `/`) that the registry would read.
     pub async fn list(&self, prefix: &str) -> anyhow::Result<Vec<String>> {
-        let keys = match self {
+        let keys: Vec<String> = match self {
             Destination::Local { root, store } => {
                 let (store, dir) = (store.clone(), root.join(prefix));
                 tokio::task::spawn_blocking(move || store.scan_under_blocking(&dir))
@@ -138,6 +152,7 @@ impl Destination {
                     .map(|(key, _)| key)
                     .collect()
             }
+            #[cfg(feature = "aws")]
             Destination::Bucket { uploader, .. } => uploader.list(prefix).await?,
         };
         Ok(keys
@@ -170,6 +185,7 @@ impl Destination {
                 let (root, file, bar) = (root.clone(), file.clone(), progress.clone());
                 tokio::task::spawn_blocking(move || write_atomically(&root, &file, &bar)).await?
             }
+            #[cfg(feature = "aws")]
             Destination::Bucket { uploader, .. } => {
                 let content_type = match classify(&file.key) {
                     Classified::Artifact(artifact) => artifact.content_type(),

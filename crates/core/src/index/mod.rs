@@ -301,13 +301,13 @@ impl Indexer {
                 }
             }
             (false, None) => {
-                tracing::info!(key, "unpublished {artifact}");
+                tracing::debug!(key, "unpublished {artifact}");
                 IndexOutcome::Unpublished(artifact)
             }
             (true, None) => {
                 match served {
-                    pins::Served::Yes => tracing::info!(key, "published {artifact}"),
-                    pins::Served::No => tracing::info!(
+                    pins::Served::Yes => tracing::debug!(key, "published {artifact}"),
+                    pins::Served::No => tracing::debug!(
                         key,
                         "recorded {artifact}; not served yet (tfreg status says what it waits for)"
                     ),

@@ -469,7 +469,7 @@ impl Indexer {
                 .map_or(0, |d| d.as_secs()),
         };
         if self.metadata.put_new(Record::Pin(pin)).await? {
-            tracing::info!(
+            tracing::debug!(
                 key,
                 sha256,
                 "pinned: {} is served with these bytes from now on",

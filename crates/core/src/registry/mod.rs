@@ -38,6 +38,13 @@ pub enum RegistryError {
     Store(#[from] StoreError),
 }
 
+/// How many modules and providers a registry lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub modules: usize,
+    pub providers: usize,
+}
+
 #[derive(Clone)]
 pub struct Registry {
     metadata: Arc<dyn MetadataStore>,
@@ -72,6 +79,25 @@ impl Registry {
 
     pub fn hostname(&self) -> Option<&Hostname> {
         self.hostname.as_ref()
+    }
+
+    /// How many modules and providers are listed: what a restart's summary line says.
+    pub async fn counts(&self) -> Result<Counts, StoreError> {
+        let modules = self
+            .metadata
+            .query(partition::MODULES)
+            .await?
+            .iter()
+            .filter(|r| matches!(r, Record::ListedModule(_)))
+            .count();
+        let providers = self
+            .metadata
+            .query(partition::PROVIDERS)
+            .await?
+            .iter()
+            .filter(|r| matches!(r, Record::ListedProvider(_)))
+            .count();
+        Ok(Counts { modules, providers })
     }
 
     pub fn artifacts(&self) -> &Arc<dyn ArtifactStore> {

@@ -1,0 +1,222 @@
+//! The README, verbatim: the command blocks of its quick start and of its worked example run
+//! as written, top to bottom, on a fresh data directory and a free port, as a new user would
+//! run them: `make install` (into a scratch install root, so nothing outside the test
+//! changes), `tfreg serve`, then the example, whose `terraform init` must install the module.
+//!
+//! How the blocks are run: each `sh` block of the two sections, in order. A line that starts a
+//! server (`tfreg serve`) runs in the background until the test ends; `make test` is skipped
+//! (it is what runs this test); other quick-start lines run one by one, `make` in the clone
+//! and the rest in the user's directory; the worked example runs as one script there. The
+//! port comes through `TFREG_LISTEN`, which the README documents.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tfreg_e2e::{free_port, require_terraform, workspace_root, TempDir};
+
+/// The `sh` blocks of the README section titled `title` (up to the next `## `).
+fn blocks(readme: &str, title: &str) -> Vec<String> {
+    let start = readme
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("the README has no section {title:?}"));
+    let section = &readme[start + 1..];
+    let section = match section[3..].find("\n## ") {
+        Some(end) => &section[..end + 3],
+        None => section,
+    };
+    let mut found = Vec::new();
+    let mut current: Option<String> = None;
+    for line in section.lines() {
+        match (&mut current, line.trim_end()) {
+            (None, "```sh") => current = Some(String::new()),
+            (Some(block), "```") => {
+                found.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), line) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert!(!found.is_empty(), "section {title:?} has no sh blocks");
+    found
+}
+
+/// The environment of a new user's shell: the scratch install root first on the PATH, the
+/// free port, and nothing of the make running this test.
+struct Shell {
+    env: Vec<(String, String)>,
+    removed: Vec<&'static str>,
+}
+
+impl Shell {
+    fn command(&self, script: &str, cwd: &Path) -> Command {
+        let mut command = Command::new("bash");
+        command
+            .args(["-euo", "pipefail", "-c", script])
+            .current_dir(cwd);
+        for name in &self.removed {
+            command.env_remove(name);
+        }
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command
+    }
+
+    fn run(&self, script: &str, cwd: &Path) -> String {
+        let output = self
+            .command(script, cwd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            output.status.success(),
+            "the README's commands failed:\n{script}\n---\n{text}"
+        );
+        text
+    }
+}
+
+/// A server started by a README line, stopped when dropped.
+struct Background(Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_quick_start_and_the_worked_example_run_as_written() {
+    require_terraform();
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let quick_start = blocks(&readme, "Quick start");
+    let example = blocks(&readme, "Worked example: publish a module and install it");
+
+    let scratch = TempDir::new().unwrap();
+    let install_root = scratch.path().join("cargo");
+    let site = scratch.path().join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let port = free_port();
+    let path = format!(
+        "{}:{}",
+        install_root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // Its own build folder beside the test build's (cached across runs, outside the clone):
+    // a build of its own never waits on the build that runs this test.
+    let target: PathBuf = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir).join("readme"),
+        None => workspace_root().join("target/readme"),
+    };
+    let shell = Shell {
+        env: vec![
+            ("PATH".into(), path),
+            (
+                "CARGO_INSTALL_ROOT".into(),
+                install_root.display().to_string(),
+            ),
+            ("CARGO_TARGET_DIR".into(), target.display().to_string()),
+            ("TFREG_LISTEN".into(), format!("127.0.0.1:{port}")),
+            ("CHECKPOINT_DISABLE".into(), "1".into()),
+            ("NO_COLOR".into(), "1".into()),
+        ],
+        removed: vec![
+            "MAKEFLAGS",
+            "MFLAGS",
+            "MAKELEVEL",
+            "TF_CLI_CONFIG_FILE",
+            "TFREG_DATA",
+        ],
+    };
+
+    // The quick start: install, serve (in the background), and not `make test` (this is it).
+    let mut servers = Vec::new();
+    for block in &quick_start {
+        for line in block.lines() {
+            let command = line.split('#').next().unwrap_or("").trim();
+            match command {
+                "" | "make test" => {}
+                c if c.starts_with("tfreg serve") => {
+                    let mut child = shell
+                        .command(&format!("exec {command}"), &site)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap();
+                    let (first_tx, first) = mpsc::channel();
+                    let stdout = child.stdout.take().unwrap();
+                    std::thread::spawn(move || {
+                        let mut lines = BufReader::new(stdout).lines();
+                        if let Some(Ok(line)) = lines.next() {
+                            let _ = first_tx.send(line);
+                        }
+                        for _ in lines {}
+                    });
+                    let banner = first
+                        .recv_timeout(Duration::from_secs(120))
+                        .unwrap_or_default();
+                    assert_eq!(
+                        banner,
+                        format!("tfreg serving https://127.0.0.1:{port}/"),
+                        "`{command}` did not start"
+                    );
+                    servers.push(Background(child));
+                }
+                c if c.starts_with("make ") => {
+                    shell.run(c, &workspace_root());
+                }
+                c => {
+                    shell.run(c, &site);
+                }
+            }
+        }
+    }
+    assert_eq!(servers.len(), 1, "the quick start starts one server");
+    assert!(
+        install_root.join("bin/tfreg").is_file(),
+        "make install put no tfreg in the install root"
+    );
+
+    // The worked example, as one script in the same directory.
+    let script = example.join("\n");
+    let output = without_colours(&shell.run(&script, &site));
+    assert!(
+        output.contains(&format!(
+            "Downloading 127.0.0.1:{port}/acme/network/aws 1.0.0 for network"
+        )),
+        "{output}"
+    );
+    assert!(!output.contains("warning:"), "{output}");
+}
+
+/// Text without ANSI colour sequences (Terraform colours its output whatever NO_COLOR says).
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

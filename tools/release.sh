@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Release archives of tfreg (with AWS support) for the given targets, cross-compiled with
+# cargo-zigbuild (zig as the C compiler and linker, from PyPI; no SDK needed), and their
+# SHA-256 sums:
+#
+#   tools/release.sh VERSION OUT_DIR TARGET...     (what `make release` runs)
+#
+# Each archive is OUT_DIR/tfreg-VERSION-TARGET.tar.gz holding tfreg-VERSION-TARGET/tfreg and
+# the README; OUT_DIR/tfreg-VERSION-SHA256SUMS lists them all. Linux binaries link glibc 2.17
+# or later (any distribution of the last ten years). Archives are reproducible: sorted
+# names, fixed times and owners.
+set -euo pipefail
+[ $# -ge 3 ] || { echo "usage: $0 VERSION OUT_DIR TARGET..." >&2; exit 2; }
+version=$1; out=$2; shift 2
+command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild is missing: make build-venv installs it into .venv" >&2; exit 1; }
+target_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$out"
+rm -f "$out"/tfreg-"$version"-*
+for target in "$@"; do
+  rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+  case $target in
+    *-linux-gnu) zig_target=$target.2.17 ;;
+    *) zig_target=$target ;;
+  esac
+  echo "==> tfreg $version for $target"
+  cargo zigbuild --locked --release -p tfreg-cli --bin tfreg --target "$zig_target"
+  name=tfreg-$version-$target
+  stage=$(mktemp -d)
+  mkdir "$stage/$name"
+  cp "$target_dir/$target/release/tfreg" README.md "$stage/$name/"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$stage" -cf - "$name" \
+    | gzip -n -9 > "$out/$name.tar.gz"
+  rm -rf "$stage"
+done
+(cd "$out" && sha256sum tfreg-"$version"-*.tar.gz > tfreg-"$version"-SHA256SUMS)
+echo "==> $out"
+ls -l "$out"
