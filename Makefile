@@ -45,7 +45,7 @@ FUZZ_ARGS ?=
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
-CLI_FEATURES := $(if $(AWS),,--no-default-features)
+CLI_FEATURES := $(if $(AWS),,--no-default-features --features fsevent)
 
 ## Serve the registry from $(DATA) on https://$(LISTEN)
 run:
@@ -62,7 +62,7 @@ install:
 
 ## The local shape's build compiles no AWS SDK crate (what `make run` builds)
 check-local-build:
-	@if $(CARGO) tree --locked -p tfreg-cli --no-default-features -e normal --prefix none | grep -E '^aws-'; then \
+	@if $(CARGO) tree --locked -p tfreg-cli $(CLI_FEATURES) -e normal --prefix none | grep -E '^aws-'; then \
 	  echo "the local build (make run) depends on the AWS crates above: keep them behind tfreg-cli's aws feature"; exit 1; \
 	fi
 	@echo "the local build (make run) compiles no AWS SDK crate"

@@ -15,15 +15,17 @@ version=$1; out=$2; shift 2
 command -v cargo-zigbuild >/dev/null || { echo "cargo-zigbuild is missing: make build-venv installs it into .venv" >&2; exit 1; }
 target_dir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$out"
-rm -f "$out"/tfreg-"$version"-*
 for target in "$@"; do
   rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+  # Linux: with the AWS shape's commands. macOS: the local shape (the AWS SDK and FSEvents link
+  # Apple's frameworks, which only Apple's SDK provides; on a Mac, `make install AWS=1`).
   case $target in
-    *-linux-gnu) zig_target=$target.2.17 ;;
-    *) zig_target=$target ;;
+    *-linux-gnu) zig_target=$target.2.17 features=() ;;
+    *-apple-darwin) zig_target=$target features=(--no-default-features --features kqueue) ;;
+    *) zig_target=$target features=() ;;
   esac
   echo "==> tfreg $version for $target"
-  cargo zigbuild --locked --release -p tfreg-cli --bin tfreg --target "$zig_target"
+  cargo zigbuild --locked --release -p tfreg-cli --bin tfreg --target "$zig_target" "${features[@]}"
   name=tfreg-$version-$target
   stage=$(mktemp -d)
   mkdir "$stage/$name"

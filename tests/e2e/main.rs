@@ -3,6 +3,7 @@
 
 mod access;
 mod aws;
+mod first_run;
 mod hostile;
 mod immutability;
 mod lambda;

@@ -1,0 +1,116 @@
+//! The first minutes with tfreg, as a new user meets them: a busy port names the way out, a
+//! start says in one line what it indexed (the per-file lines are debug), a token for a
+//! namespace nothing is published under gets a warning, the banner's commands run as
+//! printed, and a version file named with a leading `v` is refused saying to drop it.
+
+use std::time::Duration;
+
+use tfreg_e2e::{publish, tar_gz, tfreg_run, wait_until, Server, TempDir};
+
+#[test]
+fn a_busy_port_names_the_way_out() {
+    let data = TempDir::new().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let other = TempDir::new().unwrap();
+    let (code, _, stderr) = tfreg_run(
+        &[
+            "serve",
+            "--data",
+            other.path().to_str().unwrap(),
+            "--listen",
+            &server.addr,
+        ],
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("the address is in use"), "{stderr}");
+    assert!(stderr.contains("--listen 127.0.0.1:PORT"), "{stderr}");
+    assert!(stderr.contains("TFREG_LISTEN"), "{stderr}");
+}
+
+#[test]
+fn a_start_logs_one_summary_line_not_one_per_file() {
+    let data = TempDir::new().unwrap();
+    for module in ["acme/network/aws", "acme/vpc/aws", "other/db/aws"] {
+        publish(
+            data.path(),
+            &format!("modules/{module}/1.0.0.tar.gz"),
+            &tar_gz(&[("main.tf", "")]),
+        );
+    }
+    publish(
+        data.path(),
+        "modules/acme/dns/aws/v1.0.0.tar.gz",
+        &tar_gz(&[("main.tf", "")]),
+    );
+    let server = Server::start_private(data.path(), &[]);
+    let summary = wait_until(Duration::from_secs(30), || {
+        server.log().contains("indexed 3 modules, 0 providers in")
+    });
+    assert!(summary, "{}", server.log());
+    let log = server.log();
+    assert!(
+        !log.contains("published module"),
+        "per-file lines at info:\n{log}"
+    );
+    // A leading `v` is refused, with the reason (a warning, as every refused file).
+    assert!(log.contains("without a leading 'v'"), "{log}");
+    // After the start, each change has its line.
+    server.publish(
+        "modules/acme/network/aws/1.1.0.tar.gz",
+        &tar_gz(&[("main.tf", "")]),
+    );
+    let changed = wait_until(Duration::from_secs(10), || {
+        server
+            .log()
+            .contains("indexed module acme/network/aws 1.1.0")
+    });
+    assert!(changed, "{}", server.log());
+    // The banner's token command runs as printed (the full path: tfreg is not on the PATH).
+    let banner = server.stdout();
+    let line = banner
+        .lines()
+        .find(|l| l.contains("token create --data"))
+        .unwrap_or_else(|| panic!("{banner}"));
+    let output = std::process::Command::new("sh")
+        .args(["-c", line.trim()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{line}: {output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("tfreg_"));
+}
+
+#[test]
+fn a_token_for_a_namespace_with_nothing_published_gets_a_warning() {
+    let data = TempDir::new().unwrap();
+    publish(
+        data.path(),
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        &tar_gz(&[("main.tf", "")]),
+    );
+    let dir = data.path().to_str().unwrap();
+    let (code, stdout, stderr) = tfreg_run(
+        &["token", "create", "--data", dir, "--namespace", "acme"],
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(stdout.lines().last().unwrap().starts_with("tfreg_"));
+    let (code, stdout, stderr) = tfreg_run(
+        &["token", "create", "--data", dir, "--namespace", "acne"],
+        &[],
+    );
+    assert_eq!(
+        code, 0,
+        "a warning, not a refusal: publishing may come later"
+    );
+    assert!(
+        stderr.contains("warning: nothing is published under the namespace acne"),
+        "{stderr}"
+    );
+    assert!(stdout.lines().last().unwrap().starts_with("tfreg_"));
+}
