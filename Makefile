@@ -58,7 +58,8 @@ token:
 ## Install `tfreg` into ~/.cargo/bin (AWS=1: with --table, --bucket and reindex)
 install:
 	$(CARGO) install --locked --path crates/cli $(CLI_FEATURES)
-	@command -v tfreg >/dev/null || echo "tfreg is installed in $${CARGO_HOME:-$$HOME/.cargo}/bin, which is not on your PATH: add it (export PATH=\"$${CARGO_HOME:-$$HOME/.cargo}/bin:\$$PATH\")"
+	@bin="$${CARGO_INSTALL_ROOT:-$${CARGO_HOME:-$$HOME/.cargo}}/bin"; \
+	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "tfreg is installed in $$bin, which is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\")" ;; esac
 
 ## The local shape's build compiles no AWS SDK crate (what `make run` builds)
 check-local-build:
