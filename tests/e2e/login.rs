@@ -349,7 +349,7 @@ fn alices_registry() -> (OidcProvider, TempDir, Server) {
 /// Plays Terraform's side of the login by hand: returns a code for Alice, its PKCE
 /// verifier and redirect URI.
 fn authorization_code(server: At, provider: &OidcProvider) -> (String, String, String) {
-    let verifier = URL_SAFE_NO_PAD.encode(rand_bytes());
+    let verifier = tfreg_core::identity::pkce::random_value();
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     let redirect_uri = "http://localhost:10005/login".to_owned();
     let url = reqwest::Url::parse_with_params(
@@ -375,17 +375,6 @@ fn authorization_code(server: At, provider: &OidcProvider) -> (String, String, S
     );
     let code = query_value(&to_terraform, "code").unwrap();
     (code, verifier, redirect_uri)
-}
-
-fn rand_bytes() -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    let seed = format!(
-        "{:?}{:?}",
-        std::time::SystemTime::now(),
-        std::thread::current().id()
-    );
-    bytes.copy_from_slice(&Sha256::digest(seed.as_bytes()));
-    bytes
 }
 
 /// Redeems a code at the token endpoint as Terraform does; returns status and answer.

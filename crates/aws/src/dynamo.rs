@@ -26,7 +26,7 @@ const LAST_USED_GRANULARITY_SECS: u64 = 60;
 
 type Item = HashMap<String, AttributeValue>;
 
-fn failed(
+pub(crate) fn failed(
     action: &str,
     table: &str,
     e: impl std::error::Error + Send + Sync + 'static,
@@ -34,7 +34,7 @@ fn failed(
     StoreError::with_source(format!("DynamoDB {action} on table {table} failed"), e)
 }
 
-fn key(partition: &str, sort: &str) -> Item {
+pub(crate) fn key(partition: &str, sort: &str) -> Item {
     HashMap::from([
         (PK.to_owned(), AttributeValue::S(partition.to_owned())),
         (SK.to_owned(), AttributeValue::S(sort.to_owned())),

@@ -10,6 +10,8 @@ use aws_sdk_dynamodb::Client;
 use tfreg_core::identity::grants::{GrantKind, GrantStore, Taken};
 use tfreg_core::StoreError;
 
+use crate::dynamo::failed;
+
 /// The grant store on the registry's table.
 #[derive(Clone, Debug)]
 pub struct DynamoGrantStore {
@@ -26,14 +28,9 @@ impl DynamoGrantStore {
     }
 }
 
+/// The item key of a record: its kind's partition, its id.
 fn key(kind: GrantKind, id: &str) -> HashMap<String, AttributeValue> {
-    HashMap::from([
-        (
-            "pk".to_owned(),
-            AttributeValue::S(format!("grants#{}", kind.name())),
-        ),
-        ("sk".to_owned(), AttributeValue::S(id.to_owned())),
-    ])
+    crate::dynamo::key(&format!("grants#{}", kind.name()), id)
 }
 
 #[async_trait]
@@ -59,12 +56,7 @@ impl GrantStore for DynamoGrantStore {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|e| {
-                StoreError::with_source(
-                    format!("DynamoDB PutItem on table {} failed", self.table),
-                    e.into_service_error(),
-                )
-            })?;
+            .map_err(|e| failed("PutItem", &self.table, e.into_service_error()))?;
         Ok(())
     }
 
@@ -77,12 +69,7 @@ impl GrantStore for DynamoGrantStore {
             .return_values(ReturnValue::AllOld)
             .send()
             .await
-            .map_err(|e| {
-                StoreError::with_source(
-                    format!("DynamoDB DeleteItem on table {} failed", self.table),
-                    e.into_service_error(),
-                )
-            })?;
+            .map_err(|e| failed("DeleteItem", &self.table, e.into_service_error()))?;
         let Some(item) = out.attributes else {
             return Ok(None);
         };

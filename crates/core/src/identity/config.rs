@@ -221,15 +221,20 @@ impl IdentityConfig {
     }
 }
 
-/// An issuer must be `https://`; plain `http://` only on this machine (an emulator).
-fn check_issuer(setting: &str, issuer: &str) -> Result<(), String> {
-    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+/// True for a plain `http://` URL of this machine (`127.0.0.1`, `localhost`, `[::1]`, any
+/// port): the one place an identity provider may be reached without TLS (an emulator).
+pub fn is_loopback_http(url: &str) -> bool {
+    ["http://127.0.0.1", "http://localhost", "http://[::1]"]
         .iter()
         .any(|p| {
-            issuer
-                .strip_prefix(p)
+            url.strip_prefix(p)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-        });
+        })
+}
+
+/// An issuer must be `https://`; plain `http://` only on this machine (an emulator).
+fn check_issuer(setting: &str, issuer: &str) -> Result<(), String> {
+    let loopback = is_loopback_http(issuer);
     let https = issuer
         .strip_prefix("https://")
         .is_some_and(|rest| !rest.is_empty());

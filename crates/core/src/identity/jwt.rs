@@ -53,16 +53,22 @@ pub fn check_authorized_party(claims: &Claims, client_id: &str) -> Result<(), Re
     }
 }
 
-/// The claims of a token, read without checking anything: only to pick the issuer whose
-/// keys then check it.
-pub fn peek(token: &str) -> Result<Claims, Refusal> {
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use base64::Engine;
+/// Refuses a token too long to be looked at.
+fn bounded(token: &str) -> Result<(), Refusal> {
     if token.len() > MAX_TOKEN_BYTES {
         return Err(Refusal::Malformed(format!(
             "it is longer than {MAX_TOKEN_BYTES} bytes"
         )));
     }
+    Ok(())
+}
+
+/// The claims of a token, read without checking anything: only to pick the issuer whose
+/// keys then check it.
+pub fn peek(token: &str) -> Result<Claims, Refusal> {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    bounded(token)?;
     let payload = token
         .split('.')
         .nth(1)
@@ -74,18 +80,6 @@ pub fn peek(token: &str) -> Result<Claims, Refusal> {
         .map_err(|e| Refusal::Malformed(format!("its payload is not a JSON object ({e})")))
 }
 
-/// The key id of a token's header, if it has one.
-pub fn key_id(token: &str) -> Result<Option<String>, Refusal> {
-    if token.len() > MAX_TOKEN_BYTES {
-        return Err(Refusal::Malformed(format!(
-            "it is longer than {MAX_TOKEN_BYTES} bytes"
-        )));
-    }
-    let header =
-        jsonwebtoken::decode_header(token).map_err(|e| Refusal::Malformed(e.to_string()))?;
-    Ok(header.kid)
-}
-
 /// Checks `token` against `keys`, `issuer` and `audience` (and `nonce`, for a sign-in),
 /// and returns its claims.
 pub fn verify(
@@ -95,11 +89,7 @@ pub fn verify(
     audience: &str,
     nonce: Option<&str>,
 ) -> Result<Claims, Refusal> {
-    if token.len() > MAX_TOKEN_BYTES {
-        return Err(Refusal::Malformed(format!(
-            "it is longer than {MAX_TOKEN_BYTES} bytes"
-        )));
-    }
+    bounded(token)?;
     let header =
         jsonwebtoken::decode_header(token).map_err(|e| Refusal::Malformed(e.to_string()))?;
     use Algorithm::*;

@@ -151,11 +151,10 @@ async fn start(state: &LoginState, origin: &Origin, purpose: Purpose) -> Respons
     if web {
         // Binds the sign-in to this browser: the callback takes it only with this cookie,
         // so nobody can sign someone else in with a callback link of their own.
-        if let Ok(value) = session::set_lax_cookie(LOGIN_COOKIE, &key, 600).parse() {
-            response
-                .headers_mut()
-                .append(axum::http::header::SET_COOKIE, value);
-        }
+        session::append_set_cookie(
+            &mut response,
+            &session::set_lax_cookie(LOGIN_COOKIE, &key, 600),
+        );
     }
     response
 }

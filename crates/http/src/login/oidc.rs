@@ -62,13 +62,7 @@ impl Default for Oidc {
 
 /// A URL the registry may call: `https://`, or `http://` on this machine (an emulator).
 fn callable(url: &str) -> bool {
-    url.starts_with("https://")
-        || ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-            .iter()
-            .any(|p| {
-                url.strip_prefix(p)
-                    .is_some_and(|r| r.is_empty() || r.starts_with([':', '/']))
-            })
+    url.starts_with("https://") || tfreg_core::identity::config::is_loopback_http(url)
 }
 
 impl Oidc {

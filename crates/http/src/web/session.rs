@@ -162,14 +162,18 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 
 /// A `Set-Cookie` value with the attributes every cookie of the pages has.
 pub fn set_cookie(name: &str, value: &str, max_age: u64) -> String {
-    format!("{name}={value}; Max-Age={max_age}; Path=/; Secure; HttpOnly; SameSite=Strict")
+    cookie_attributes(name, value, max_age, "Strict")
+}
+
+fn cookie_attributes(name: &str, value: &str, max_age: u64, same_site: &str) -> String {
+    format!("{name}={value}; Max-Age={max_age}; Path=/; Secure; HttpOnly; SameSite={same_site}")
 }
 
 /// A `Set-Cookie` value as [`set_cookie`]'s, but `SameSite=Lax`: for the one cookie that
 /// must come back on the identity provider's redirect (a cross-site navigation), the one
 /// that binds a sign-in to the browser that started it.
 pub fn set_lax_cookie(name: &str, value: &str, max_age: u64) -> String {
-    format!("{name}={value}; Max-Age={max_age}; Path=/; Secure; HttpOnly; SameSite=Lax")
+    cookie_attributes(name, value, max_age, "Lax")
 }
 
 /// Sets cookie `name` on `response` (see [`set_cookie`]; `max_age` 0 removes it).
@@ -179,7 +183,12 @@ pub fn append_cookie(
     value: &str,
     max_age: u64,
 ) {
-    if let Ok(value) = set_cookie(name, value, max_age).parse() {
+    append_set_cookie(response, &set_cookie(name, value, max_age));
+}
+
+/// Adds a `Set-Cookie` header ([`set_cookie`], [`set_lax_cookie`]) to `response`.
+pub fn append_set_cookie(response: &mut axum::response::Response, set_cookie: &str) {
+    if let Ok(value) = set_cookie.parse() {
         response
             .headers_mut()
             .append(axum::http::header::SET_COOKIE, value);
