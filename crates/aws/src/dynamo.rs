@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use tfreg_core::store::{MetadataStore, Record, RecordId};
+use tfreg_core::store::{Document, Expected, MetadataStore, Record, RecordId};
 use tfreg_core::tokens::{purge_at, unix, TokenRecord, TokenStore};
 use tfreg_core::StoreError;
 
@@ -24,7 +24,7 @@ const TOKENS_PARTITION: &str = "tokens";
 const TTL: &str = "ttl";
 const LAST_USED_GRANULARITY_SECS: u64 = 60;
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 pub(crate) fn failed(
     action: &str,
@@ -52,12 +52,12 @@ fn doc_of(item: &Item, table: &str) -> Result<String, StoreError> {
 
 /// The pieces both stores share: one table, one partition read at a time.
 #[derive(Clone, Debug)]
-struct Table {
-    client: Client,
-    name: String,
+pub(crate) struct Table {
+    pub(crate) client: Client,
+    pub(crate) name: String,
     /// Strongly consistent queries: what the indexer needs to see other invocations'
     /// writes (its write-then-look-again checks rely on it); the request path does without.
-    consistent: bool,
+    pub(crate) consistent: bool,
 }
 
 impl Table {
@@ -133,18 +133,26 @@ impl Table {
         Ok(())
     }
 
-    /// Every item of a partition, in sort-key order.
-    async fn query(&self, partition: &str) -> Result<Vec<Item>, StoreError> {
+    /// Every item of a partition, in sort-key order; with a `prefix`, only those whose sort
+    /// key starts with it (a key condition: nothing else is read).
+    async fn query(&self, partition: &str, prefix: Option<&str>) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
-            let out = self
+            let query = self
                 .client
                 .query()
                 .table_name(&self.name)
-                .key_condition_expression("#pk = :pk")
                 .expression_attribute_names("#pk", PK)
-                .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()))
+                .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()));
+            let query = match prefix {
+                None => query.key_condition_expression("#pk = :pk"),
+                Some(prefix) => query
+                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned())),
+            };
+            let out = query
                 .consistent_read(self.consistent)
                 .set_exclusive_start_key(start.take())
                 .send()
@@ -158,8 +166,9 @@ impl Table {
         }
     }
 
-    /// Every item outside the tokens' partition: for a full reindex only, never on the
-    /// request path (a Scan reads the whole table).
+    /// Every record's item: outside the tokens', the sign-in grants' and the documents'
+    /// partitions. For a full reindex only, never on the request path (a Scan reads the
+    /// whole table).
     async fn scan_records(&self) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
@@ -168,9 +177,16 @@ impl Table {
                 .client
                 .scan()
                 .table_name(&self.name)
-                .filter_expression("#pk <> :tokens")
+                .filter_expression(
+                    "#pk <> :tokens AND NOT begins_with(#pk, :grants) AND NOT begins_with(#pk, :doc)",
+                )
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_values(":tokens", AttributeValue::S(TOKENS_PARTITION.into()))
+                .expression_attribute_values(":grants", AttributeValue::S("grants#".into()))
+                .expression_attribute_values(
+                    ":doc",
+                    AttributeValue::S(tfreg_core::store::partition::DOCUMENTS.into()),
+                )
                 .consistent_read(true)
                 .set_exclusive_start_key(start.take())
                 .send()
@@ -219,10 +235,11 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
     Ok(())
 }
 
-/// The metadata store on the table.
+/// The metadata store on the table (documents too large for an item in the bucket).
 #[derive(Clone, Debug)]
 pub struct DynamoMetadataStore {
     table: Table,
+    overflow: Option<crate::documents::Overflow>,
 }
 
 impl DynamoMetadataStore {
@@ -233,7 +250,24 @@ impl DynamoMetadataStore {
                 name: table.into(),
                 consistent: false,
             },
+            overflow: None,
         }
+    }
+
+    /// Keeps documents whose compressed form is over `inline_limit` bytes
+    /// ([`crate::documents::INLINE_LIMIT`] but in tests) in `bucket`.
+    pub fn with_bucket(
+        mut self,
+        client: aws_sdk_s3::Client,
+        bucket: impl Into<String>,
+        inline_limit: usize,
+    ) -> Self {
+        self.overflow = Some(crate::documents::Overflow {
+            client,
+            bucket: bucket.into(),
+            inline_limit,
+        });
+        self
     }
 
     /// Queries read every write acknowledged before them (twice the read cost): for the
@@ -284,11 +318,39 @@ impl MetadataStore for DynamoMetadataStore {
 
     async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
         self.table
-            .query(partition)
+            .query(partition, None)
             .await?
             .iter()
             .map(|item| self.decode(item))
             .collect()
+    }
+
+    async fn query_prefix(&self, partition: &str, prefix: &str) -> Result<Vec<Record>, StoreError> {
+        self.table
+            .query(partition, Some(prefix))
+            .await?
+            .iter()
+            .map(|item| self.decode(item))
+            .collect()
+    }
+
+    async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError> {
+        self.table.get_document(id, self.overflow.as_ref()).await
+    }
+
+    async fn put_document(
+        &self,
+        id: &RecordId,
+        body: Option<Vec<u8>>,
+        expected: Expected<'_>,
+    ) -> Result<bool, StoreError> {
+        self.table
+            .put_document(id, body, expected, self.overflow.as_ref())
+            .await
+    }
+
+    async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {
+        self.table.document_ids().await
     }
 
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {
@@ -356,7 +418,7 @@ impl TokenStore for DynamoTokenStore {
 
     async fn list(&self) -> Result<Vec<TokenRecord>, StoreError> {
         self.table
-            .query(TOKENS_PARTITION)
+            .query(TOKENS_PARTITION, None)
             .await?
             .iter()
             .map(|item| self.decode(item))

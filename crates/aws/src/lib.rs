@@ -8,6 +8,8 @@
 #[cfg(feature = "sdk")]
 pub mod config;
 #[cfg(feature = "sdk")]
+pub mod documents;
+#[cfg(feature = "sdk")]
 pub mod dynamo;
 #[cfg(feature = "sdk")]
 pub mod grants;

@@ -29,10 +29,15 @@ impl Aws {
         }
     }
 
-    /// The metadata store on `table`; `indexing`: queries read consistently, as the
-    /// indexer needs (concurrent invocations must see each other's records).
-    pub fn metadata(&self, table: &str, indexing: bool) -> DynamoMetadataStore {
-        let store = DynamoMetadataStore::new(crate::dynamodb_client(&self.sdk), table);
+    /// The metadata store on `table`, with documents too large for an item in `bucket`;
+    /// `indexing`: reads are consistent, as the indexer needs (concurrent invocations must
+    /// see each other's records).
+    pub fn metadata(&self, table: &str, bucket: &str, indexing: bool) -> DynamoMetadataStore {
+        let store = DynamoMetadataStore::new(crate::dynamodb_client(&self.sdk), table).with_bucket(
+            crate::s3_client(&self.sdk),
+            bucket,
+            crate::documents::INLINE_LIMIT,
+        );
         match indexing {
             true => store.with_consistent_reads(),
             false => store,

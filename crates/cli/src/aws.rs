@@ -43,7 +43,7 @@ impl Aws {
     ) -> anyhow::Result<Aws> {
         let aws = tfreg_aws::Aws::from_env().await;
         Ok(Aws {
-            metadata: Arc::new(aws.metadata(table, indexing)),
+            metadata: Arc::new(aws.metadata(table, bucket, indexing)),
             artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
             tokens: Arc::new(aws.tokens(table)),
             grants: Arc::new(aws.grants(table)),
@@ -119,7 +119,7 @@ pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
     // Each module is listed once, at the end, not after each of its versions.
     let indexer = Indexer::new(aws.metadata, aws.artifacts)
         .with_hostname(args.hostname.get())
-        .with_deferred_listings();
+        .with_deferred_documents();
     let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
     for change in &report.changes {
         println!("{change}");

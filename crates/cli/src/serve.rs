@@ -211,8 +211,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let indexer = Arc::new(
                 Indexer::new(metadata.clone(), artifacts.clone())
                     .with_hostname(Some(registry_hostname.clone()))
-                    // The watcher lists modules after each batch of files.
-                    .with_deferred_listings(),
+                    // The watcher makes documents and listings after each batch of files.
+                    .with_deferred_documents(),
             );
             tracing::info!(data = %data.display(), "indexing the data directory");
             let watch = WatchOptions {
@@ -232,6 +232,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                         "restored the saved index; indexing only what changed since"
                     );
                     metadata.restore(restored.records).await?;
+                    // Documents are not saved: made again from the restored records.
+                    indexer.rebuild_all_documents().await?;
                     restored.files
                 }
                 None => Default::default(),

@@ -11,11 +11,11 @@
 //!
 //! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
 
+pub mod documents;
 pub mod gpg;
 pub mod hash;
 pub mod identity;
 pub mod index;
-pub mod key_cache;
 pub mod layout;
 pub mod memory;
 pub mod module_archive;

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::signing::UrlSigner;
 use crate::store::{
-    ArtifactStore, Kept, MetadataStore, ObjectBody, ObjectMeta, Origin, Record, RecordId,
-    StoreError,
+    ArtifactStore, Document, Expected, Kept, MetadataStore, ObjectBody, ObjectMeta, Origin, Record,
+    RecordId, StoreError,
 };
 use crate::tokens::{TokenRecord, TokenStore};
 
@@ -19,6 +19,7 @@ use crate::tokens::{TokenRecord, TokenStore};
 #[derive(Debug, Default)]
 pub struct MemoryMetadataStore {
     partitions: RwLock<BTreeMap<String, BTreeMap<String, Record>>>,
+    documents: RwLock<BTreeMap<RecordId, Document>>,
     /// Counts the writes: whoever keeps something derived from the whole store compares
     /// this instead of the records.
     generation: AtomicU64,
@@ -111,12 +112,75 @@ impl MetadataStore for MemoryMetadataStore {
             .unwrap_or_default())
     }
 
+    async fn query_prefix(&self, partition: &str, prefix: &str) -> Result<Vec<Record>, StoreError> {
+        let partitions = self.partitions.read().map_err(|_| poisoned())?;
+        Ok(partitions
+            .get(partition)
+            .map(|records| {
+                records
+                    .range(prefix.to_owned()..)
+                    .take_while(|(sort, _)| sort.starts_with(prefix))
+                    .map(|(_, record)| record.clone())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {
         let partitions = self.partitions.read().map_err(|_| poisoned())?;
         Ok(partitions
             .values()
             .flat_map(|records| records.values().cloned())
             .collect())
+    }
+
+    async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError> {
+        let documents = self.documents.read().map_err(|_| poisoned())?;
+        Ok(documents.get(id).cloned())
+    }
+
+    async fn put_document(
+        &self,
+        id: &RecordId,
+        body: Option<Vec<u8>>,
+        expected: Expected<'_>,
+    ) -> Result<bool, StoreError> {
+        let mut documents = self.documents.write().map_err(|_| poisoned())?;
+        let current = documents.get(id).map(|d| d.revision.as_str());
+        let matches = match expected {
+            Expected::Anything => true,
+            Expected::Nothing => current.is_none(),
+            Expected::Revision(revision) => current == Some(revision),
+        };
+        if !matches {
+            return Ok(false);
+        }
+        match body {
+            Some(body) => {
+                let unchanged = documents.get(id).is_some_and(|d| d.body == body);
+                documents.insert(
+                    id.clone(),
+                    Document {
+                        body,
+                        revision: Document::new_revision(),
+                    },
+                );
+                if !unchanged {
+                    self.changed();
+                }
+            }
+            None => {
+                if documents.remove(id).is_some() {
+                    self.changed();
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {
+        let documents = self.documents.read().map_err(|_| poisoned())?;
+        Ok(documents.keys().cloned().collect())
     }
 
     fn generation(&self) -> Option<u64> {
@@ -420,11 +484,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn deferred_listings_list_each_module_once_at_the_flush() {
+    async fn deferred_documents_are_made_once_per_module_at_the_flush() {
         let signer = Arc::new(UrlSigner::new(vec![1; 32], Duration::from_secs(60)));
         let artifacts = Arc::new(MemoryArtifactStore::new(signer));
         let metadata = Arc::new(MemoryMetadataStore::new());
-        let indexer = Indexer::new(metadata.clone(), artifacts.clone()).with_deferred_listings();
+        let indexer = Indexer::new(metadata.clone(), artifacts.clone()).with_deferred_documents();
         let registry = Registry::new(metadata, artifacts.clone());
         let listed = || async {
             registry
@@ -446,28 +510,27 @@ mod tests {
             artifacts.put(key, module(key));
             indexer.index_key(key).await.unwrap();
         }
-        // Served at once, listed only once the batch is flushed.
-        assert_eq!(
+        // Answered and listed once the batch is flushed, made once for both versions.
+        let versions = || async {
             registry
                 .module_versions(&Access::All, &addr("a/b/c"))
                 .await
-                .unwrap()
-                .modules[0]
-                .versions
-                .len(),
-            2
-        );
+                .map(|v| v.modules[0].versions.len())
+                .unwrap_or(0)
+        };
+        assert_eq!(versions().await, 0);
         assert!(listed().await.is_empty());
-        assert_eq!(indexer.flush_listings().await.unwrap(), 1);
+        assert_eq!(indexer.flush_documents().await.unwrap(), 1);
+        assert_eq!(versions().await, 2);
         assert_eq!(listed().await, ["a/b/c/1.1.0"]);
-        assert_eq!(indexer.flush_listings().await.unwrap(), 0);
+        assert_eq!(indexer.flush_documents().await.unwrap(), 0);
         // A deletion is listed at the next flush too.
         for key in ["modules/a/b/c/1.0.0.tgz", "modules/a/b/c/1.1.0.tgz"] {
             artifacts.delete(key);
             indexer.index_key(key).await.unwrap();
         }
         assert_eq!(listed().await, ["a/b/c/1.1.0"]);
-        indexer.flush_listings().await.unwrap();
+        indexer.flush_documents().await.unwrap();
         assert!(listed().await.is_empty());
     }
 

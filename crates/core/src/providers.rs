@@ -1,9 +1,11 @@
-//! Which provider versions and platforms are served, decided from the indexed records each
-//! time they are read. A version is served only when its SHA256SUMS is signed by a currently
-//! valid key of its namespace; a platform only when its zip matches its SHA256SUMS line.
-//! The same judgement explains to publishers (`tfreg status`) why something is not served.
-//! A verdict also counts only while the key that made it is still published, so removing a
-//! key unpublishes what it signed at once, before anything is verified again.
+//! Which provider versions and platforms are served, decided from the indexed records: by
+//! the indexer, whenever they change, into the documents requests read
+//! ([`crate::documents`]), and by `tfreg status` when it reports. A version is served only
+//! when its SHA256SUMS is signed by a currently valid key of its namespace; a platform only
+//! when its zip matches its SHA256SUMS line. The same judgement explains to publishers why
+//! something is not served. A verdict also counts only while the key that made it is still
+//! published, so a key's removal unpublishes what it signed as soon as its event is indexed,
+//! whatever is still to be verified again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
@@ -15,7 +17,7 @@ use crate::store::{ManifestRecord, PackageRecord, Record, SignatureRecord, SumsR
 use crate::version::Version;
 
 /// A provider version as served.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServedRelease {
     pub version: Version,
     pub protocols: Vec<String>,
@@ -24,8 +26,33 @@ pub struct ServedRelease {
     pub signature_key: String,
     pub signature_revision: String,
     pub signer: PublicKeyInfo,
-    /// Platforms whose zip matches SHA256SUMS.
+    /// Platforms whose zip matches SHA256SUMS (stored as a list: each names its platform).
+    #[serde(with = "packages_as_list")]
     pub packages: BTreeMap<Platform, PackageRecord>,
+}
+
+/// A release's packages by platform, kept as the list of packages (JSON keys are strings).
+mod packages_as_list {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::names::Platform;
+    use crate::store::PackageRecord;
+
+    pub fn serialize<S: Serializer>(
+        packages: &BTreeMap<Platform, PackageRecord>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(packages.values())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<Platform, PackageRecord>, D::Error> {
+        let list = Vec::<PackageRecord>::deserialize(deserializer)?;
+        Ok(list.into_iter().map(|p| (p.platform.clone(), p)).collect())
+    }
 }
 
 /// The judgement on one version, for publishers.
@@ -282,6 +309,28 @@ fn judge(
     (report, served)
 }
 
+/// The first Unix second after `now` at which a judgement of `records` may change by time
+/// alone: a signing key's or a signature's expiry.
+pub fn next_change(records: &[Record], now: SystemTime) -> Option<u64> {
+    let now = unix(now);
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Signature(s) => s.verdict.as_ref().ok(),
+            _ => None,
+        })
+        .flat_map(|by| {
+            // A key is expired from its expiry on; a signature only after its expiry.
+            [
+                by.key_info.expires_at,
+                by.signature_expires_at.map(|t| t.saturating_add(1)),
+            ]
+        })
+        .flatten()
+        .filter(|&t| t > now)
+        .min()
+}
+
 fn file(key: &str) -> &str {
     crate::store::file_name(key)
 }
@@ -289,4 +338,54 @@ fn file(key: &str) -> &str {
 fn unix(t: SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::ProviderAddress;
+    use crate::store::SignedBy;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn signature(key_expiry: Option<u64>, signature_expiry: Option<u64>) -> Record {
+        let provider = ProviderAddress::parse("acme", "widget").unwrap();
+        let key_info = PublicKeyInfo {
+            key_id: "ABCD".into(),
+            ascii_armor: String::new(),
+            expires_at: key_expiry,
+        };
+        Record::Signature(SignatureRecord {
+            provider,
+            version: Version::parse("1.0.0").unwrap(),
+            key: "k.sig".into(),
+            revision: "1".into(),
+            sums_key: "k".into(),
+            sums_revision: Some("1".into()),
+            verdict: Ok(SignedBy {
+                key_id: "ABCD".into(),
+                key: "keys/acme/k.asc".into(),
+                key_revision: "1".into(),
+                key_info,
+                signature_expires_at: signature_expiry,
+            }),
+        })
+    }
+
+    #[test]
+    fn the_next_change_is_the_first_expiry_still_ahead() {
+        let now = UNIX_EPOCH + Duration::from_secs(1000);
+        assert_eq!(next_change(&[signature(None, None)], now), None);
+        assert_eq!(next_change(&[signature(Some(500), None)], now), None);
+        assert_eq!(
+            next_change(&[signature(Some(5000), Some(2000))], now),
+            Some(2001)
+        );
+        assert_eq!(
+            next_change(
+                &[signature(Some(1500), None), signature(None, Some(3000))],
+                now
+            ),
+            Some(1500)
+        );
+    }
 }

@@ -386,6 +386,37 @@ pub enum Record {
     NamespaceModule(ModuleSummary),
 }
 
+/// A precomputed answer as stored (see [`crate::documents`]): its bytes (JSON) and its
+/// revision, which every write changes, so a writer replaces it only if nobody else did
+/// since it read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    pub body: Vec<u8>,
+    pub revision: String,
+}
+
+impl Document {
+    /// A fresh revision: random, so a document deleted and written again never repeats one
+    /// a writer may still expect.
+    pub fn new_revision() -> String {
+        use rand::RngCore;
+        let mut bytes = [0u8; 16];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        hex::encode(bytes)
+    }
+}
+
+/// What [`MetadataStore::put_document`] requires of the stored document before it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected<'a> {
+    /// Whatever is there (or nothing).
+    Anything,
+    /// No document.
+    Nothing,
+    /// The document at this revision.
+    Revision(&'a str),
+}
+
 /// Where a record lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RecordId {
@@ -423,7 +454,12 @@ pub mod partition {
     pub fn namespace_modules(namespace: &Namespace) -> String {
         format!("namespace-modules/{namespace}")
     }
+    /// Every partition of documents starts so; no partition of records does.
+    pub const DOCUMENTS: &str = "doc/";
 }
+
+/// The sort keys of release documents start so, then the version.
+pub const RELEASE_PREFIX: &str = "release/";
 
 /// Sort keys stay under this many bytes (DynamoDB allows 1024); longer ones, from very long
 /// object keys, are shortened with a hash of the whole, so they stay unique and stable.
@@ -499,6 +535,38 @@ impl RecordId {
         Self::new(partition::MODULES.to_owned(), address.to_string())
     }
 
+    /// A module's versions document ([`crate::documents::ModuleVersionsDoc`]).
+    pub fn module_versions(address: &ModuleAddress) -> Self {
+        Self::new(format!("doc/module/{address}"), "versions".to_owned())
+    }
+
+    /// A provider's versions document ([`crate::documents::ProviderVersionsDoc`]).
+    pub fn provider_versions(provider: &ProviderAddress) -> Self {
+        Self::new(format!("doc/provider/{provider}"), "versions".to_owned())
+    }
+
+    /// A provider version's served release ([`crate::documents::ReleaseDoc`]).
+    pub fn provider_release(provider: &ProviderAddress, version: &Version) -> Self {
+        Self::new(
+            format!("doc/provider/{provider}"),
+            format!("{RELEASE_PREFIX}{version}"),
+        )
+    }
+
+    /// The versions uploaded to the mirror for `hostname/provider`
+    /// ([`crate::documents::MirrorVersionsDoc`]).
+    pub fn mirror_versions(hostname: &Hostname, provider: &ProviderAddress) -> Self {
+        Self::new(
+            format!("doc/mirror/{hostname}/{provider}"),
+            "versions".to_owned(),
+        )
+    }
+
+    /// True for the id of a document rather than of a record.
+    pub fn is_document(&self) -> bool {
+        self.partition.starts_with(partition::DOCUMENTS)
+    }
+
     /// A module's entry among its namespace's modules.
     pub fn namespace_module(address: &ModuleAddress) -> Self {
         Self::new(
@@ -560,7 +628,27 @@ pub trait MetadataStore: Send + Sync {
     /// Every record of a partition, in sort-key order.
     async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError>;
 
-    /// Every record in the store, for a full reindex (which must also forget what is no
+    /// The records of a partition whose sort keys start with `prefix` (one version's
+    /// records: `1.2.0/`), in sort-key order: a key condition, never the whole partition.
+    async fn query_prefix(&self, partition: &str, prefix: &str) -> Result<Vec<Record>, StoreError>;
+
+    /// A document (a precomputed answer), if there is one.
+    async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError>;
+
+    /// Writes a document (`None`: deletes it) if the stored one is as `expected`, with a new
+    /// revision; `false` (and nothing written) when it is not.
+    async fn put_document(
+        &self,
+        id: &RecordId,
+        body: Option<Vec<u8>>,
+        expected: Expected<'_>,
+    ) -> Result<bool, StoreError>;
+
+    /// The id of every document, for a full reindex (which also forgets documents nothing
+    /// is published for). Expensive: never on the request path.
+    async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError>;
+
+    /// Every record in the store (documents are not records), for a full reindex (which must also forget what is no
     /// longer published). Expensive: never on the request path.
     async fn scan(&self) -> Result<Vec<Record>, StoreError>;
 

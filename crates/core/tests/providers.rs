@@ -542,6 +542,7 @@ struct AfterQuery {
     meanwhile: Meanwhile,
     /// Every query, of any partition.
     queries: std::sync::atomic::AtomicUsize,
+    documents: std::sync::atomic::AtomicUsize,
 }
 
 impl AfterQuery {
@@ -552,6 +553,7 @@ impl AfterQuery {
             queries_until: std::sync::Mutex::new(usize::MAX),
             meanwhile,
             queries: Default::default(),
+            documents: Default::default(),
         }
     }
 
@@ -600,8 +602,36 @@ impl tfreg_core::MetadataStore for AfterQuery {
         }
         Ok(records)
     }
+    async fn query_prefix(
+        &self,
+        partition: &str,
+        prefix: &str,
+    ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.query_prefix(partition, prefix).await
+    }
     async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
         self.inner.scan().await
+    }
+    async fn get_document(
+        &self,
+        id: &tfreg_core::store::RecordId,
+    ) -> Result<Option<tfreg_core::store::Document>, tfreg_core::StoreError> {
+        self.documents
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.get_document(id).await
+    }
+    async fn put_document(
+        &self,
+        id: &tfreg_core::store::RecordId,
+        body: Option<Vec<u8>>,
+        expected: tfreg_core::store::Expected<'_>,
+    ) -> Result<bool, tfreg_core::StoreError> {
+        self.inner.put_document(id, body, expected).await
+    }
+    async fn document_ids(
+        &self,
+    ) -> Result<Vec<tfreg_core::store::RecordId>, tfreg_core::StoreError> {
+        self.inner.document_ids().await
     }
     fn generation(&self) -> Option<u64> {
         Some(self.inner.generation())
@@ -1038,7 +1068,7 @@ async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
 }
 
 #[tokio::test]
-async fn a_store_that_counts_its_writes_gets_each_provider_judged_once_per_change() {
+async fn a_store_that_counts_its_writes_gets_each_versions_document_read_once_per_change() {
     let world = World::new();
     world
         .publish_release(&format!("{SUMS}.sig"), "release.asc")
@@ -1051,6 +1081,7 @@ async fn a_store_that_counts_its_writes_gets_each_provider_judged_once_per_chang
     ));
     let registry = Registry::new(counting.clone(), world.artifacts.clone());
     let queries = || counting.queries.load(std::sync::atomic::Ordering::SeqCst);
+    let documents = || counting.documents.load(std::sync::atomic::Ordering::SeqCst);
     for _ in 0..5 {
         let versions = registry
             .provider_versions(&Access::All, &widget())
@@ -1058,14 +1089,14 @@ async fn a_store_that_counts_its_writes_gets_each_provider_judged_once_per_chang
             .unwrap();
         assert_eq!(versions.versions.len(), 1);
     }
-    // The provider's partition and its namespace's keys, read once.
-    assert_eq!(queries(), 2);
-    // Any write judges again: the key's removal stops the release at once.
+    // The provider's versions document, read once; no partition is queried.
+    assert_eq!((queries(), documents()), (0, 1));
+    // Any write reads it again: the key's removal stops the release with its event.
     world.delete("keys/acme/release.asc").await;
     let answer = registry.provider_versions(&Access::All, &widget()).await;
     assert!(
         answer.map_or(true, |v| v.versions.is_empty()),
         "served after its key was removed"
     );
-    assert_eq!(queries(), 4);
+    assert_eq!((queries(), documents()), (0, 2));
 }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
-use tfreg_core::key_cache::CachedKeys;
 use tfreg_core::protocol::Discovery;
 use tfreg_core::token_cache::CachedTokens;
 use tfreg_core::tokens::TokenStore;
@@ -43,14 +42,9 @@ impl Stores {
     async fn connect_with(config: &Config, indexing: bool) -> Stores {
         let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
         Stores {
-            metadata: match indexing {
-                // The indexer reads every key afresh: it is what judges them.
-                true => Arc::new(aws.metadata(&config.table, true)),
-                false => Arc::new(CachedKeys::new(
-                    Arc::new(aws.metadata(&config.table, false)),
-                    config.cache.ttl,
-                )),
-            },
+            // The indexer reads consistently: it is what judges every file. Requests read
+            // the documents it keeps, never the keys.
+            metadata: Arc::new(aws.metadata(&config.table, &config.bucket, indexing)),
             artifacts: Arc::new(aws.artifacts(
                 &config.bucket,
                 config.url_ttl,

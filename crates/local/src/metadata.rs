@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use tfreg_core::memory::MemoryMetadataStore;
-use tfreg_core::store::{partition, PinRecord, Record, RecordId};
+use tfreg_core::store::{partition, Document, Expected, PinRecord, Record, RecordId};
 use tfreg_core::{MetadataStore, StoreError};
 
 use crate::fs_store::STATE_DIR_NAME;
@@ -187,8 +187,30 @@ impl MetadataStore for LocalMetadataStore {
         self.memory.query(partition).await
     }
 
+    async fn query_prefix(&self, partition: &str, prefix: &str) -> Result<Vec<Record>, StoreError> {
+        self.memory.query_prefix(partition, prefix).await
+    }
+
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {
         self.memory.scan().await
+    }
+
+    /// Documents live in memory only: they are rebuilt from the records at every start.
+    async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError> {
+        self.memory.get_document(id).await
+    }
+
+    async fn put_document(
+        &self,
+        id: &RecordId,
+        body: Option<Vec<u8>>,
+        expected: Expected<'_>,
+    ) -> Result<bool, StoreError> {
+        self.memory.put_document(id, body, expected).await
+    }
+
+    async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {
+        self.memory.document_ids().await
     }
 
     fn generation(&self) -> Option<u64> {

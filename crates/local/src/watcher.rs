@@ -469,19 +469,19 @@ impl Sync {
         }
     }
 
-    /// Lists the modules indexed since the last time (the indexer defers listings, so a
-    /// module of N versions is listed once per batch, not N times): every
-    /// [`LIST_EVERY`] while a batch runs, and when it ends. Then tells who waits for the
-    /// first index, once it is whole.
+    /// Makes the documents (and module listings) of what was indexed since the last time
+    /// (the indexer defers them, so a module of N versions is made again once per batch,
+    /// not N times): every [`LIST_EVERY`] while a batch runs, and when it ends. Then tells
+    /// who waits for the first index, once it is whole.
     async fn list_modules(&mut self) {
         let idle = self.queue.is_empty() && self.tasks.is_empty();
         if idle || self.listed_at.elapsed() >= LIST_EVERY {
             self.listed_at = Instant::now();
-            match self.indexer.flush_listings().await {
+            match self.indexer.flush_documents().await {
                 Ok(0) => {}
                 Ok(_) => self.changed_at = Some(Instant::now()),
                 Err(e) => {
-                    tracing::error!(error = %e, "could not list modules; will retry");
+                    tracing::error!(error = %e, "could not make the answers of what changed; will retry");
                 }
             }
         }

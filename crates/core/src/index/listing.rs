@@ -1,11 +1,12 @@
 //! The listings of modules: one summary per module among all modules and among its
 //! namespace's ([`crate::store::ModuleSummary`]), so listings and search read one partition.
-//! Recomputed from the module's own partition whenever one of its archives is indexed, and
-//! removed when it has no version left.
+//! Recomputed from the module's versions document and its latest version's records whenever
+//! that document is made again, and removed when it has no version left.
 
 use super::Indexer;
+use crate::documents::{decode, ModuleVersionsDoc};
 use crate::names::ModuleAddress;
-use crate::registry::modules::summary_of;
+use crate::registry::modules::{latest_release, summary_of};
 use crate::store::{partition, Record, RecordId, StoreError};
 
 /// How often a summary is recomputed when other versions' writes land meanwhile.
@@ -49,9 +50,18 @@ impl Indexer {
         &self,
         address: &ModuleAddress,
     ) -> Result<Option<crate::store::ModuleSummary>, StoreError> {
+        let id = RecordId::module_versions(address);
+        let Some(stored) = self.metadata.get_document(&id).await? else {
+            return Ok(None);
+        };
+        let doc: ModuleVersionsDoc = decode(&id, &stored.body)?;
+        let Some(version) = latest_release(doc.versions.keys()).or(doc.versions.keys().next_back())
+        else {
+            return Ok(None);
+        };
         let archives = self
             .metadata
-            .query(&partition::module(address))
+            .query_prefix(&partition::module(address), &format!("{version}/"))
             .await?
             .into_iter()
             .filter_map(|r| match r {
@@ -60,21 +70,5 @@ impl Indexer {
             })
             .collect();
         Ok(summary_of(archives))
-    }
-
-    /// Recomputes the listing of every module listed in `records` (a reindex's snapshot):
-    /// modules whose files are all gone leave the listings.
-    pub(super) async fn relist_modules(&self, records: &[Record]) -> Result<(), StoreError> {
-        let listed: std::collections::BTreeSet<&ModuleAddress> = records
-            .iter()
-            .filter_map(|r| match r {
-                Record::ListedModule(s) | Record::NamespaceModule(s) => Some(&s.address),
-                _ => None,
-            })
-            .collect();
-        for address in listed {
-            self.list_module(address).await?;
-        }
-        Ok(())
     }
 }

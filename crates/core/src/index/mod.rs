@@ -4,10 +4,11 @@
 //! Events arrive at least once, in any order, possibly while a file is still being written.
 //! So an event is only a hint: the indexer reads the key's current state from the artifact
 //! store and makes the metadata agree with it. Replaying any event, any number of times, in
-//! any order, converges on the same index. Whether a provider version is *served* is decided
-//! when it is read (see [`crate::providers`]), from these records, so no record ever has to be
-//! updated because another file changed, except signature verdicts, which depend on keys,
-//! and the unpacked hash of a package, computed once a signed SHA256SUMS vouches for it.
+//! any order, converges on the same index. No record ever has to be updated because another
+//! file changed, except signature verdicts, which depend on keys, and the unpacked hash of a
+//! package, computed once a signed SHA256SUMS vouches for it. What requests read is derived
+//! from the records afterwards, per subject and version: the documents ([`documents`]),
+//! made again from the records after every file's event, converging the same way.
 //!
 //! Everything published is hostile until checked: small files are read only up to a cap,
 //! packages within [`PackageLimits`], and a file that cannot be checked gets a verdict (a
@@ -20,8 +21,10 @@
 //! - [`keys`](self::keys): signing keys, and re-verification when they change;
 //! - [`pins`](self::pins): immutable versions, the first bytes served pinned for good;
 //! - [`listing`](self::listing): the listings of modules, for the read API;
+//! - [`documents`](self::documents): the precomputed answers requests read;
 //! - [`reindex`](self::reindex): the whole store at once, both ways.
 
+mod documents;
 mod keys;
 mod listing;
 mod module_meta;
@@ -38,11 +41,12 @@ use tokio::io::AsyncReadExt;
 
 use crate::hash::PackageLimits;
 use crate::layout::{classify, Artifact, Classified, ReleaseFile};
-use crate::names::{Hostname, ModuleAddress, ProviderAddress};
+use crate::names::{Hostname, ProviderAddress};
 use crate::store::{
     ArtifactStore, MetadataStore, ObjectMeta, ProblemRecord, Record, RecordId, StoreError,
 };
 
+pub use documents::{Scope, Subject};
 pub use reindex::{Change, ChangeKind, ReindexReport};
 
 /// What indexing one key did.
@@ -72,9 +76,9 @@ pub struct Indexer {
     hostname: Option<Hostname>,
     limits: PackageLimits,
     module_limits: crate::module_archive::ModuleLimits,
-    /// Modules whose listing waits for [`Indexer::flush_listings`], when the caller indexes
-    /// in bulk; `None`: each archive's event lists its module at once.
-    deferred_listings: Option<std::sync::Mutex<std::collections::BTreeSet<ModuleAddress>>>,
+    /// Documents (and module listings) that wait for [`Indexer::flush_documents`], when the caller
+    /// indexes in bulk; `None`: each file's event makes them again at once.
+    deferred: Option<std::sync::Mutex<std::collections::BTreeMap<Subject, Scope>>>,
 }
 
 /// The result of reading a small file.
@@ -107,34 +111,39 @@ impl Indexer {
             hostname: None,
             limits: PackageLimits::default(),
             module_limits: crate::module_archive::ModuleLimits::default(),
-            deferred_listings: None,
+            deferred: None,
         }
     }
 
-    /// Lists modules only when [`Indexer::flush_listings`] is called, once per module
-    /// whatever the number of its archives indexed meanwhile: for indexing in bulk (a start,
-    /// a rescan, a reindex), where listing a module of N versions after each of them costs
-    /// N² record reads. Listings lag until the next flush.
-    pub fn with_deferred_listings(mut self) -> Self {
-        self.deferred_listings = Some(Default::default());
+    /// Makes documents and module listings only when [`Indexer::flush_documents`] is called, once per
+    /// subject whatever the number of its files indexed meanwhile: for indexing in bulk (a
+    /// start, a rescan, a reindex), where remaking a module's documents after each of its
+    /// N versions costs N² record reads. Answers lag until the next flush.
+    pub fn with_deferred_documents(mut self) -> Self {
+        self.deferred = Some(Default::default());
         self
     }
 
-    /// Lists every module whose archives were indexed since the last flush (with
-    /// [`Indexer::with_deferred_listings`]; otherwise there is nothing to do). Returns how
-    /// many were listed; those that failed wait for the next flush.
-    pub async fn flush_listings(&self) -> Result<usize, StoreError> {
-        let Some(deferred) = &self.deferred_listings else {
+    /// Makes the documents (and listings) of every subject whose files were indexed since
+    /// the last flush (with [`Indexer::with_deferred_documents`]; otherwise there is nothing
+    /// to do). Returns how many subjects were made again; those that failed wait for the
+    /// next flush.
+    pub async fn flush_documents(&self) -> Result<usize, StoreError> {
+        let Some(deferred) = &self.deferred else {
             return Ok(0);
         };
         let pending = std::mem::take(&mut *deferred.lock().map_err(|_| poisoned())?);
         let count = pending.len();
         let mut left = pending.into_iter();
-        while let Some(address) = left.next() {
-            if let Err(e) = self.list_module(&address).await {
+        while let Some((subject, scope)) = left.next() {
+            if let Err(e) = self.refresh_now(&subject, &scope).await {
                 if let Ok(mut deferred) = deferred.lock() {
-                    deferred.insert(address);
-                    deferred.extend(left);
+                    for (subject, scope) in std::iter::once((subject, scope)).chain(left) {
+                        deferred
+                            .entry(subject)
+                            .and_modify(|s: &mut Scope| s.merge(scope.clone()))
+                            .or_insert(scope);
+                    }
                 }
                 return Err(e);
             }
@@ -142,18 +151,11 @@ impl Indexer {
         Ok(count)
     }
 
-    /// Lists the module now, or notes it for the next flush.
-    async fn list_or_defer(&self, address: &ModuleAddress) -> Result<(), StoreError> {
-        match &self.deferred_listings {
-            Some(deferred) => {
-                deferred
-                    .lock()
-                    .map_err(|_| poisoned())?
-                    .insert(address.clone());
-                Ok(())
-            }
-            None => self.list_module(address).await,
-        }
+    /// Makes every document again from the records now in the store (and forgets documents
+    /// of nothing): for a store whose records were restored rather than indexed.
+    pub async fn rebuild_all_documents(&self) -> Result<(), StoreError> {
+        let records = self.metadata.scan().await?;
+        self.rebuild_documents(&records).await
     }
 
     /// The registry's own hostname, so uploads under `mirror/<hostname>/` are refused.
@@ -189,14 +191,25 @@ impl Indexer {
     /// the state before: if it changed, the key is indexed again. Whoever writes last thus
     /// leaves the index agreeing with the object.
     pub async fn index_key(&self, key: &str) -> Result<IndexOutcome, StoreError> {
-        if classify(key) == Classified::Ignored {
+        let Classified::Artifact(artifact) = classify(key) else {
             return self.index_key_once(key).await;
-        }
+        };
         for _ in 0..3 {
             let before = self.artifacts.head(key).await?.map(|m| m.revision);
             let outcome = self.index_key_once(key).await?;
             let after = self.artifacts.head(key).await?.map(|m| m.revision);
             if before == after {
+                // The answers made from these records, whatever the outcome: a refused file
+                // may have taken a version away.
+                match (Subject::of(&artifact), &artifact) {
+                    (Some((subject, version)), _) => {
+                        self.refresh(subject, Scope::one(version)).await?
+                    }
+                    (None, Artifact::SigningKey { namespace }) => {
+                        self.refresh_namespace(namespace).await?
+                    }
+                    (None, _) => {}
+                }
                 return Ok(outcome);
             }
         }
@@ -275,9 +288,6 @@ impl Indexer {
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
         };
         let (lost, served) = self.pin_served(key, &artifact).await?;
-        if let Artifact::ModuleArchive { address, .. } = &artifact {
-            self.list_or_defer(address).await?;
-        }
         let exists = self.artifacts.head(key).await?.is_some();
         // Something that is there but never read (a link, a FIFO) is refused, with the
         // reason, rather than silently absent.
@@ -419,5 +429,5 @@ async fn sha256_of(
 }
 
 fn poisoned() -> StoreError {
-    StoreError::new("the indexer's pending listings are unusable after a panic in another thread")
+    StoreError::new("the indexer's pending documents are unusable after a panic in another thread")
 }

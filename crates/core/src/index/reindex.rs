@@ -182,9 +182,14 @@ impl Indexer {
                 progress(done, total);
             }
         }
-        self.flush_listings().await?;
+        // Every document is made again whole below: what the keys deferred is superseded.
+        if let Some(deferred) = &self.deferred {
+            deferred.lock().map_err(|_| super::poisoned())?.clear();
+        }
         self.forget_empty_providers(&before).await?;
-        self.relist_modules(&before).await?;
+        let after = self.metadata.scan().await?;
+        let subjects: Vec<Record> = before.iter().chain(&after).cloned().collect();
+        self.rebuild_documents(&subjects).await?;
         report.changes = changes(&before, &self.metadata.scan().await?);
         Ok(report)
     }

@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::documents::{
+    self, MirrorVersionsDoc, ModuleVersionsDoc, ProviderVersionsDoc, ReleaseDoc,
+};
 use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
 use crate::protocol::{
     Empty, GpgPublicKey, MirrorArchive, MirrorIndex, MirrorVersion, ModuleVersion,
@@ -24,7 +27,7 @@ use crate::protocol::{
 use crate::providers::{evaluate, CurrentKeys, ReleaseReport, ServedRelease};
 use crate::store::{
     partition, ArtifactStore, MetadataStore, ModuleArchive, Origin, PackageRecord, ProblemRecord,
-    Record, StoreError,
+    Record, RecordId, StoreError,
 };
 use crate::tokens::Access;
 use crate::version::Version;
@@ -51,14 +54,11 @@ pub struct Registry {
     artifacts: Arc<dyn ArtifactStore>,
     /// The registry's own hostname: the mirror serves its providers under it.
     hostname: Option<Hostname>,
-    /// Providers' releases as last judged, for stores that count their writes.
-    judged: Arc<judged::Kept<ProviderAddress, Vec<judged::Judged>>>,
-    /// Modules' served archives by version, likewise.
-    served_modules: Arc<judged::Kept<ModuleAddress, ServedArchives>>,
+    /// Modules' versions documents as last read, for stores that count their writes.
+    module_docs: Arc<judged::Kept<RecordId, ModuleVersionsDoc>>,
+    /// Providers' versions documents, likewise.
+    provider_docs: Arc<judged::Kept<RecordId, ProviderVersionsDoc>>,
 }
-
-/// A module's served archive of each version.
-type ServedArchives = BTreeMap<Version, ModuleArchive>;
 
 impl Registry {
     pub fn new(metadata: Arc<dyn MetadataStore>, artifacts: Arc<dyn ArtifactStore>) -> Self {
@@ -66,8 +66,8 @@ impl Registry {
             metadata,
             artifacts,
             hostname: None,
-            judged: Arc::default(),
-            served_modules: Arc::default(),
+            module_docs: Arc::default(),
+            provider_docs: Arc::default(),
         }
     }
 
@@ -104,36 +104,52 @@ impl Registry {
         &self.artifacts
     }
 
-    /// A module's served archive of each version (one per version, see
-    /// [`modules::served_archives`]): one query, or none while the store has not changed.
-    async fn served_archives(
+    /// A document, parsed; kept while the store has not changed, for stores that count
+    /// their writes (one read otherwise: the document is what a request costs).
+    async fn document<T>(
         &self,
-        address: &ModuleAddress,
-    ) -> Result<Arc<ServedArchives>, StoreError> {
+        kept: &judged::Kept<RecordId, T>,
+        id: RecordId,
+    ) -> Result<Arc<T>, StoreError>
+    where
+        T: serde::de::DeserializeOwned + Default,
+    {
         let generation = self.metadata.generation();
         let now = SystemTime::now();
-        if let Some(kept) = generation.and_then(|g| self.served_modules.get(address, g, now)) {
+        if let Some(kept) = generation.and_then(|g| kept.get(&id, g, now)) {
             return Ok(kept);
         }
-        let records = self.metadata.query(&partition::module(address)).await?;
-        let archives = records
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::ModuleArchive(a) => Some(a),
-                _ => None,
-            })
-            .collect();
-        let served = Arc::new(modules::served_archives(archives));
+        let document = match self.metadata.get_document(&id).await? {
+            Some(stored) => Arc::new(documents::decode(&id, &stored.body)?),
+            None => Arc::new(T::default()),
+        };
         if let Some(generation) = generation {
-            self.served_modules
-                .put(address, generation, None, Arc::clone(&served));
+            kept.put(&id, generation, None, Arc::clone(&document));
         }
-        Ok(served)
+        Ok(document)
+    }
+
+    /// A module's versions document (empty when nothing is published).
+    pub(crate) async fn module_doc(
+        &self,
+        address: &ModuleAddress,
+    ) -> Result<Arc<ModuleVersionsDoc>, StoreError> {
+        self.document(&self.module_docs, RecordId::module_versions(address))
+            .await
+    }
+
+    /// A provider's versions document (empty when nothing is served).
+    pub(crate) async fn provider_doc(
+        &self,
+        provider: &ProviderAddress,
+    ) -> Result<Arc<ProviderVersionsDoc>, StoreError> {
+        self.document(&self.provider_docs, RecordId::provider_versions(provider))
+            .await
     }
 
     /// Every published version of a module, oldest first, pre-releases included (Terraform
     /// applies the user's constraints and its own pre-release rules), each with its
-    /// repository where the publisher gave one.
+    /// repository where the publisher gave one: the module's versions document.
     pub async fn module_versions(
         &self,
         access: &Access,
@@ -142,47 +158,53 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let served = self.served_archives(address).await?;
-        if served.is_empty() {
+        let doc = self.module_doc(address).await?;
+        if doc.versions.is_empty() {
             return Err(module_not_found(address));
         }
-        let with_source = || served.iter().filter(|(_, a)| a.source.is_some());
-        let source = with_source()
-            .rfind(|(v, _)| !v.is_prerelease())
-            .or_else(|| with_source().next_back())
-            .and_then(|(_, a)| a.source.clone());
         Ok(ModuleVersions {
             modules: [ModuleVersionList {
-                source,
-                versions: served
+                source: doc.source(),
+                versions: doc
+                    .versions
                     .iter()
-                    .map(|(version, archive)| ModuleVersion {
+                    .map(|(version, entry)| ModuleVersion {
                         version: version.clone(),
-                        source: archive.source.clone(),
+                        source: entry.source.clone(),
                     })
                     .collect(),
             }],
         })
     }
 
-    /// The archive served for one module version. When a version was published in several
-    /// formats, the choice is deterministic: `.tar.gz`, then `.tgz`, then `.zip`.
+    /// The archive served for one module version, read alone (a key condition on the
+    /// version). When a version was published in several formats, the choice is
+    /// deterministic: `.tar.gz`, then `.tgz`, then `.zip`.
     pub async fn module_archive(
         &self,
         access: &Access,
         address: &ModuleAddress,
         version: &Version,
     ) -> Result<ModuleArchive, RegistryError> {
+        // Out of the token's scope looks exactly like absent.
+        let absent =
+            || RegistryError::NotFound(format!("module {address} has no version {version}"));
         if !access.allows(&address.namespace) {
-            return Err(module_not_found(address));
+            return Err(absent());
         }
-        let served = self.served_archives(address).await?;
-        if served.is_empty() {
-            return Err(module_not_found(address));
-        }
-        served.get(version).cloned().ok_or_else(|| {
-            RegistryError::NotFound(format!("module {address} has no version {version}"))
-        })
+        let archives = self
+            .metadata
+            .query_prefix(&partition::module(address), &format!("{version}/"))
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::ModuleArchive(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        modules::served_archives(archives)
+            .remove(version)
+            .ok_or_else(absent)
     }
 
     /// The URL Terraform downloads a module version from (`X-Terraform-Get`).
@@ -201,21 +223,12 @@ impl Registry {
             .await?)
     }
 
-    /// Judges every version of a provider: two queries at once, of the provider's partition
-    /// and of its namespace's keys (a verdict counts only while its key is still there).
-    ///
-    /// Stores that count their writes get each judgement made once per change: it is kept
-    /// until the store changes or time alone could change it ([`judged`]).
+    /// Judges every version of a provider from its records and its namespace's keys: two
+    /// queries of whole partitions, for reports (`tfreg status`), never for requests.
     async fn provider_releases(
         &self,
         provider: &ProviderAddress,
-    ) -> Result<Arc<Vec<judged::Judged>>, StoreError> {
-        let now = SystemTime::now();
-        // Read before the records: a write meanwhile makes the next request judge again.
-        let generation = self.metadata.generation();
-        if let Some(kept) = generation.and_then(|g| self.judged.get(provider, g, now)) {
-            return Ok(kept);
-        }
+    ) -> Result<Vec<(ReleaseReport, Option<ServedRelease>)>, StoreError> {
         let (releases, keys) = (
             partition::provider(provider),
             partition::keys(&provider.namespace),
@@ -223,31 +236,25 @@ impl Registry {
         let (records, keys) =
             tokio::join!(self.metadata.query(&releases), self.metadata.query(&keys));
         let (records, keys) = (records?, CurrentKeys::from_records(&keys?));
-        let judged = Arc::new(evaluate(&records, &keys, now));
-        if let Some(generation) = generation {
-            let until = judged::next_change(&records, now);
-            self.judged
-                .put(provider, generation, until, Arc::clone(&judged));
-        }
-        Ok(judged)
+        Ok(evaluate(&records, &keys, SystemTime::now()))
     }
 
-    /// The served releases a request may see: none outside its token's namespaces, exactly
-    /// as if the provider did not exist.
-    async fn served_releases(
+    /// One served release, read alone (its release document), if the request may see it.
+    async fn served_release(
         &self,
         access: &Access,
         provider: &ProviderAddress,
-    ) -> Result<Vec<ServedRelease>, StoreError> {
+        version: &Version,
+    ) -> Result<Option<ServedRelease>, StoreError> {
         if !access.allows(&provider.namespace) {
-            return Ok(vec![]);
+            return Ok(None);
         }
-        Ok(self
-            .provider_releases(provider)
-            .await?
-            .iter()
-            .filter_map(|(_, served)| served.clone())
-            .collect())
+        let id = RecordId::provider_release(provider, version);
+        let Some(stored) = self.metadata.get_document(&id).await? else {
+            return Ok(None);
+        };
+        let release: ReleaseDoc = documents::decode(&id, &stored.body)?;
+        Ok(release.served(SystemTime::now()))
     }
 
     /// Why each version of a provider is or is not served.
@@ -258,8 +265,8 @@ impl Registry {
         Ok(self
             .provider_releases(provider)
             .await?
-            .iter()
-            .map(|(report, _)| report.clone())
+            .into_iter()
+            .map(|(report, _)| report)
             .collect())
     }
 
@@ -277,36 +284,40 @@ impl Registry {
             .collect())
     }
 
-    /// The provider registry protocol's version list: served versions only.
+    /// The provider registry protocol's version list: served versions only, from the
+    /// provider's versions document.
     pub async fn provider_versions(
         &self,
         access: &Access,
         provider: &ProviderAddress,
     ) -> Result<ProviderVersions, RegistryError> {
-        let releases = self.served_releases(access, provider).await?;
-        if releases.is_empty() {
+        if !access.allows(&provider.namespace) {
             return Err(provider_not_found(provider));
         }
-        Ok(ProviderVersions {
-            versions: releases
-                .into_iter()
-                .map(|r| ProviderVersion {
-                    version: r.version,
-                    protocols: r.protocols,
-                    platforms: r
-                        .packages
-                        .keys()
-                        .map(|p| ProviderPlatform {
-                            os: p.os.to_string(),
-                            arch: p.arch.to_string(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-        })
+        let doc = self.provider_doc(provider).await?;
+        let versions: Vec<ProviderVersion> = doc
+            .served(SystemTime::now())
+            .map(|(version, entry)| ProviderVersion {
+                version: version.clone(),
+                protocols: entry.protocols.clone(),
+                platforms: entry
+                    .platforms
+                    .iter()
+                    .map(|p| ProviderPlatform {
+                        os: p.os.to_string(),
+                        arch: p.arch.to_string(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        if versions.is_empty() {
+            return Err(provider_not_found(provider));
+        }
+        Ok(ProviderVersions { versions })
     }
 
-    /// The provider registry protocol's download answer for one platform.
+    /// The provider registry protocol's download answer for one platform: the version's
+    /// release document alone.
     pub async fn provider_download(
         &self,
         access: &Access,
@@ -315,17 +326,12 @@ impl Registry {
         platform: &Platform,
         origin: &Origin,
     ) -> Result<ProviderDownload, RegistryError> {
-        if !access.allows(&provider.namespace) {
-            return Err(provider_not_found(provider));
-        }
-        // The one release asked for, read in place: no copy of the others.
-        let judged = self.provider_releases(provider).await?;
-        if judged.iter().all(|(_, served)| served.is_none()) {
-            return Err(provider_not_found(provider));
-        }
-        let release = find_served(&judged, version).ok_or_else(|| {
-            RegistryError::NotFound(format!("provider {provider} has no version {version}"))
-        })?;
+        let release = self
+            .served_release(access, provider, version)
+            .await?
+            .ok_or_else(|| {
+                RegistryError::NotFound(format!("provider {provider} has no version {version}"))
+            })?;
         let package = release.packages.get(platform).ok_or_else(|| {
             RegistryError::NotFound(format!(
                 "provider {provider} {version} has no package for {platform}"
@@ -363,55 +369,6 @@ impl Registry {
         })
     }
 
-    /// Every version the mirror offers for `hostname/provider`, with the packages of
-    /// `packages_of` (the index needs none; a version's answer its own): what was uploaded
-    /// under `mirror/<hostname>/`; for the registry's own hostname, its served (signed)
-    /// providers only, never an upload: an unsigned zip must not pass for one of the
-    /// registry's own providers.
-    async fn mirror_packages(
-        &self,
-        access: &Access,
-        hostname: &Hostname,
-        provider: &ProviderAddress,
-        origin: &Origin,
-        packages_of: Option<&Version>,
-    ) -> Result<BTreeMap<Version, BTreeMap<Platform, PackageRecord>>, StoreError> {
-        if !access.allows(&provider.namespace) {
-            return Ok(BTreeMap::new());
-        }
-        let mut packages: BTreeMap<Version, BTreeMap<Platform, PackageRecord>> = BTreeMap::new();
-        if self.is_own(hostname, origin) {
-            let judged = self.provider_releases(provider).await?;
-            for release in judged.iter().filter_map(|(_, s)| s.as_ref()) {
-                // Every version is listed; only the one asked for has its packages copied.
-                let entry = packages.entry(release.version.clone()).or_default();
-                if packages_of == Some(&release.version) {
-                    entry.extend(release.packages.clone());
-                }
-            }
-            return Ok(packages);
-        }
-        let mut uploaded: Vec<PackageRecord> = self
-            .metadata
-            .query(&partition::mirror(hostname, provider))
-            .await?
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::Package(p) => Some(p),
-                _ => None,
-            })
-            .collect();
-        // Several spellings of one file: the first key wins, deterministically.
-        uploaded.sort_by(|a, b| b.key.cmp(&a.key));
-        for package in uploaded {
-            let entry = packages.entry(package.version.clone()).or_default();
-            if packages_of == Some(&package.version) {
-                entry.insert(package.platform.clone(), package);
-            }
-        }
-        Ok(packages)
-    }
-
     /// True when `hostname` is the registry's own: its configured hostname, or the host the
     /// client reached it at (a stack without a custom domain knows no other name for itself).
     fn is_own(&self, hostname: &Hostname, origin: &Origin) -> bool {
@@ -419,7 +376,10 @@ impl Registry {
             || Hostname::parse(origin.authority()).is_ok_and(|h| &h == hostname)
     }
 
-    /// The network mirror protocol's version list.
+    /// The network mirror protocol's version list: for the registry's own hostname, its
+    /// served (signed) providers' versions document, never an upload (an unsigned zip must
+    /// not pass for one of the registry's own providers); else what was uploaded under
+    /// `mirror/<hostname>/`.
     pub async fn mirror_index(
         &self,
         access: &Access,
@@ -427,18 +387,74 @@ impl Registry {
         provider: &ProviderAddress,
         origin: &Origin,
     ) -> Result<MirrorIndex, RegistryError> {
-        let packages = self
-            .mirror_packages(access, hostname, provider, origin, None)
-            .await?;
-        if packages.is_empty() {
+        if !access.allows(&provider.namespace) {
+            return Err(mirror_not_found(hostname, provider));
+        }
+        let versions: Vec<Version> = if self.is_own(hostname, origin) {
+            let doc = self.provider_doc(provider).await?;
+            doc.served(SystemTime::now())
+                .map(|(v, _)| v.clone())
+                .collect()
+        } else {
+            let id = RecordId::mirror_versions(hostname, provider);
+            match self.metadata.get_document(&id).await? {
+                Some(stored) => documents::decode::<MirrorVersionsDoc>(&id, &stored.body)?
+                    .versions
+                    .into_keys()
+                    .collect(),
+                None => vec![],
+            }
+        };
+        if versions.is_empty() {
             return Err(mirror_not_found(hostname, provider));
         }
         Ok(MirrorIndex {
-            versions: packages
-                .into_keys()
+            versions: versions
+                .into_iter()
                 .map(|v| (v.to_string(), Empty {}))
                 .collect(),
         })
+    }
+
+    /// The packages of one version the mirror offers, read alone: the release document for
+    /// the registry's own hostname, else that version's uploads (a key condition on it).
+    async fn mirror_packages(
+        &self,
+        access: &Access,
+        hostname: &Hostname,
+        provider: &ProviderAddress,
+        version: &Version,
+        origin: &Origin,
+    ) -> Result<BTreeMap<Platform, PackageRecord>, StoreError> {
+        if !access.allows(&provider.namespace) {
+            return Ok(BTreeMap::new());
+        }
+        if self.is_own(hostname, origin) {
+            return Ok(self
+                .served_release(access, provider, version)
+                .await?
+                .map(|release| release.packages)
+                .unwrap_or_default());
+        }
+        let mut uploaded: Vec<PackageRecord> = self
+            .metadata
+            .query_prefix(
+                &partition::mirror(hostname, provider),
+                &format!("package/{version}/"),
+            )
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Package(p) if &p.version == version => Some(p),
+                _ => None,
+            })
+            .collect();
+        // Several spellings of one file: the first key wins, deterministically.
+        uploaded.sort_by(|a, b| b.key.cmp(&a.key));
+        Ok(uploaded
+            .into_iter()
+            .map(|p| (p.platform.clone(), p))
+            .collect())
     }
 
     /// The network mirror protocol's packages of one version, with `h1:` and `zh:` hashes.
@@ -450,17 +466,14 @@ impl Registry {
         version: &Version,
         origin: &Origin,
     ) -> Result<MirrorVersion, RegistryError> {
-        let mut packages = self
-            .mirror_packages(access, hostname, provider, origin, Some(version))
+        let platforms = self
+            .mirror_packages(access, hostname, provider, version, origin)
             .await?;
-        if packages.is_empty() {
-            return Err(mirror_not_found(hostname, provider));
-        }
-        let platforms = packages.remove(version).ok_or_else(|| {
-            RegistryError::NotFound(format!(
+        if platforms.is_empty() {
+            return Err(RegistryError::NotFound(format!(
                 "the mirror has no version {version} of {hostname}/{provider}"
-            ))
-        })?;
+            )));
+        }
         let mut archives = BTreeMap::new();
         for (platform, package) in platforms {
             let url = self
@@ -480,14 +493,6 @@ impl Registry {
         }
         Ok(MirrorVersion { archives })
     }
-}
-
-/// The served release of `version` among judged releases, in place.
-fn find_served<'a>(judged: &'a [judged::Judged], version: &Version) -> Option<&'a ServedRelease> {
-    judged
-        .iter()
-        .filter_map(|(_, served)| served.as_ref())
-        .find(|release| &release.version == version)
 }
 
 fn module_not_found(address: &ModuleAddress) -> RegistryError {

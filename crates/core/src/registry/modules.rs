@@ -1,5 +1,6 @@
 //! The module read API beyond the protocol: details, `latest`, listings and search. A
-//! version's details read the module's partition and its namespace's listing, at once; a
+//! version's details read the module's versions document and its namespace's listing at
+//! once, then the version's own records; a
 //! listing or a search reads one listing partition ([`partition::MODULES`] or
 //! [`partition::namespace_modules`]), filtered by the token's scope before it is paged.
 
@@ -7,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::page::Page;
 use super::{module_not_found, Registry, RegistryError};
+use crate::documents::ModuleVersionsDoc;
 use crate::names::{ModuleAddress, Namespace};
 use crate::protocol::details::{rfc3339, ModuleDetails, ModuleEntry, ModuleList};
 use crate::store::{partition, ModuleArchive, ModuleSummary, Record, StoreError};
@@ -211,21 +213,24 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let (served, listed) = tokio::join!(
-            self.served_archives(address),
+        let (doc, listed) = tokio::join!(
+            self.module_doc(address),
             self.listed(Some(&address.namespace))
         );
-        let served = served?;
-        if served.is_empty() {
+        let doc = doc?;
+        if doc.versions.is_empty() {
             return Err(module_not_found(address));
         }
         let version = match version {
             Some(version) => version.clone(),
-            None => latest_of(address, &served)?,
+            None => latest_of(address, &doc)?,
         };
-        let archive = served.get(&version).ok_or_else(|| {
-            RegistryError::NotFound(format!("module {address} has no version {version}"))
-        })?;
+        if !doc.versions.contains_key(&version) {
+            return Err(RegistryError::NotFound(format!(
+                "module {address} has no version {version}"
+            )));
+        }
+        let archive = self.module_archive(access, address, &version).await?;
         let mut providers: Vec<String> = listed?
             .into_iter()
             .filter(|s| s.address.name == address.name)
@@ -235,11 +240,12 @@ impl Registry {
         providers.sort();
         providers.dedup();
         let docs = archive.docs.as_deref().cloned().unwrap_or_default();
-        let published = served
+        let published = doc
+            .versions
             .iter()
-            .map(|(version, archive)| VersionPublished {
+            .map(|(version, entry)| VersionPublished {
                 version: version.clone(),
-                published_at: rfc3339(archive.published_at),
+                published_at: rfc3339(entry.published_at),
             })
             .collect();
         let details = ModuleDetails {
@@ -254,7 +260,7 @@ impl Registry {
             submodules: docs.submodules,
             examples: docs.examples,
             providers,
-            versions: served.keys().cloned().collect(),
+            versions: doc.versions.keys().cloned().collect(),
         };
         Ok(ModulePage { details, published })
     }
@@ -268,22 +274,20 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let served = self.served_archives(address).await?;
-        if served.is_empty() {
+        let doc = self.module_doc(address).await?;
+        if doc.versions.is_empty() {
             return Err(module_not_found(address));
         }
-        latest_of(address, &served)
+        latest_of(address, &doc)
     }
 }
 
-fn latest_of(
-    address: &ModuleAddress,
-    served: &BTreeMap<Version, ModuleArchive>,
-) -> Result<Version, RegistryError> {
-    latest_release(served.keys()).cloned().ok_or_else(|| {
+fn latest_of(address: &ModuleAddress, doc: &ModuleVersionsDoc) -> Result<Version, RegistryError> {
+    let versions = doc.versions.keys();
+    latest_release(versions.clone()).cloned().ok_or_else(|| {
         RegistryError::NotFound(format!(
             "module {address} has only prereleases ({}), so no latest version: ask for one by its version",
-            served.keys().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            versions.map(ToString::to_string).collect::<Vec<_>>().join(", ")
         ))
     })
 }

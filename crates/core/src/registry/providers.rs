@@ -12,6 +12,7 @@ use crate::protocol::ProviderPlatform;
 use crate::store::{partition, Record, RecordId, StoreError};
 use crate::tokens::Access;
 use crate::version::Version;
+use std::time::SystemTime;
 
 /// How many providers the catalogue reads at a time.
 pub const CONCURRENT_READS: usize = 8;
@@ -71,12 +72,17 @@ impl Registry {
         provider: &ProviderAddress,
         version: Option<&Version>,
     ) -> Result<ProviderDetails, RegistryError> {
-        let mut releases = self.served_releases(access, provider).await?;
-        if releases.is_empty() {
+        if !access.allows(&provider.namespace) {
             return Err(provider_not_found(provider));
         }
-        releases.sort_by(|a, b| a.version.cmp(&b.version));
-        let versions: Vec<Version> = releases.iter().map(|r| r.version.clone()).collect();
+        let doc = self.provider_doc(provider).await?;
+        let versions: Vec<Version> = doc
+            .served(SystemTime::now())
+            .map(|(v, _)| v.clone())
+            .collect();
+        if versions.is_empty() {
+            return Err(provider_not_found(provider));
+        }
         let version = match version {
             Some(version) => version.clone(),
             None => latest_release(&versions).cloned().ok_or_else(|| {
@@ -85,9 +91,9 @@ impl Registry {
                 ))
             })?,
         };
-        let release = releases
-            .into_iter()
-            .find(|r| r.version == version)
+        let release = self
+            .served_release(access, provider, &version)
+            .await?
             .ok_or_else(|| {
                 RegistryError::NotFound(format!("provider {provider} has no version {version}"))
             })?;
@@ -117,7 +123,8 @@ impl Registry {
     }
 
     /// The providers `filter` selects that `access` may read and that have a served
-    /// release, in address order. One query for the listing, then one per listed provider
+    /// release, in address order. One query for the listing, then one document per listed
+    /// provider
     /// (at most [`CONCURRENT_READS`] at a time): a registry holds tens of providers, not
     /// thousands of them.
     pub async fn list_providers(
@@ -139,9 +146,11 @@ impl Registry {
             .collect();
         let summaries: Vec<Option<ProviderSummary>> = stream::iter(listed)
             .map(|provider| async move {
-                let releases = self.served_releases(access, &provider).await?;
-                let mut versions: Vec<Version> = releases.into_iter().map(|r| r.version).collect();
-                versions.sort();
+                let doc = self.provider_doc(&provider).await?;
+                let versions: Vec<Version> = doc
+                    .served(SystemTime::now())
+                    .map(|(v, _)| v.clone())
+                    .collect();
                 let latest = latest_release(&versions).or(versions.last()).cloned();
                 Ok::<_, StoreError>(latest.map(|latest| ProviderSummary {
                     address: provider,

@@ -1,0 +1,486 @@
+//! Keeping the documents ([`crate::documents`]) in line with the records: after a file's
+//! records change, its subject's versions document (and, for providers, its release
+//! documents) are made again from the records of the versions that changed.
+//!
+//! Order-free under concurrent invocations: each refresh reads the versions document (and
+//! its revision) *before* the records, and replaces it only if that revision is still the
+//! stored one, else starts over. A writer whose records land after another's read thus
+//! either makes that other's write fail, or writes after it from a later read: whoever
+//! writes last wrote from records that include every earlier write. A writer always
+//! writes, even what is there already, so its revision moves on. Release documents are
+//! written before the versions document, inside the same attempt, so they converge the
+//! same way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+use super::{poisoned, Indexer};
+use crate::documents::{
+    decode, encode, MirrorVersionsDoc, ModuleVersionEntry, ModuleVersionsDoc, ProviderVersionEntry,
+    ProviderVersionsDoc, ReleaseDoc,
+};
+use crate::layout::Artifact;
+use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
+use crate::providers::{evaluate, next_change, CurrentKeys};
+use crate::registry::modules::served_archives;
+use crate::store::{partition, Document, Expected, Record, RecordId, StoreError};
+use crate::version::Version;
+
+/// How many times a refresh starts over while other writers replace the same document.
+const ATTEMPTS: u32 = 12;
+
+/// What a document is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Subject {
+    Module(ModuleAddress),
+    Provider(ProviderAddress),
+    Mirror(Hostname, ProviderAddress),
+}
+
+impl Subject {
+    /// The subject whose documents a file's records feed, and the version they are of;
+    /// `None` for signing keys (they concern every provider of their namespace).
+    pub fn of(artifact: &Artifact) -> Option<(Subject, Version)> {
+        Some(match artifact {
+            Artifact::ModuleArchive {
+                address, version, ..
+            }
+            | Artifact::ModuleMetadata { address, version } => {
+                (Subject::Module(address.clone()), version.clone())
+            }
+            Artifact::ProviderPackage {
+                provider, version, ..
+            }
+            | Artifact::ProviderReleaseFile {
+                provider, version, ..
+            } => (Subject::Provider(provider.clone()), version.clone()),
+            Artifact::MirrorPackage {
+                hostname,
+                provider,
+                version,
+                ..
+            } => (
+                Subject::Mirror(hostname.clone(), provider.clone()),
+                version.clone(),
+            ),
+            Artifact::SigningKey { .. } => return None,
+        })
+    }
+
+    /// Every subject some record is of (what a reindex makes every document again for).
+    pub fn of_record(record: &Record) -> Option<Subject> {
+        Some(match record {
+            Record::ModuleArchive(a) => Subject::Module(a.address.clone()),
+            Record::Package(p) => match &p.mirror_hostname {
+                Some(host) => Subject::Mirror(host.clone(), p.provider.clone()),
+                None => Subject::Provider(p.provider.clone()),
+            },
+            Record::Sums(r) => Subject::Provider(r.provider.clone()),
+            Record::Signature(r) => Subject::Provider(r.provider.clone()),
+            Record::Manifest(r) => Subject::Provider(r.provider.clone()),
+            Record::NamespaceProvider(p) | Record::ListedProvider(p) => {
+                Subject::Provider(p.clone())
+            }
+            Record::ListedModule(s) | Record::NamespaceModule(s) => {
+                Subject::Module(s.address.clone())
+            }
+            Record::Key(_) | Record::Problem(_) | Record::Pin(_) => return None,
+        })
+    }
+
+    fn versions_id(&self) -> RecordId {
+        match self {
+            Subject::Module(address) => RecordId::module_versions(address),
+            Subject::Provider(provider) => RecordId::provider_versions(provider),
+            Subject::Mirror(host, provider) => RecordId::mirror_versions(host, provider),
+        }
+    }
+}
+
+/// Which versions of a subject to make again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Versions(BTreeSet<Version>),
+    /// Every version, from a read of the whole partition (and versions the document lists
+    /// that have no records any more are dropped).
+    All,
+}
+
+impl Scope {
+    pub fn one(version: Version) -> Self {
+        Scope::Versions(BTreeSet::from([version]))
+    }
+
+    /// Both scopes' versions.
+    pub fn merge(&mut self, other: Scope) {
+        match (&mut *self, other) {
+            (Scope::All, _) => {}
+            (_, Scope::All) => *self = Scope::All,
+            (Scope::Versions(mine), Scope::Versions(theirs)) => mine.extend(theirs),
+        }
+    }
+}
+
+/// A versions document as read, and what an attempt writes.
+struct Attempt<T> {
+    expected: Option<String>,
+    document: T,
+    /// The stored document did not parse: it is made again whole.
+    corrupt: bool,
+}
+
+impl Indexer {
+    /// Makes the documents of `subject` agree with the records of `scope`'s versions, now
+    /// or, when the indexer defers (bulk indexing), at the next flush.
+    pub(super) async fn refresh(&self, subject: Subject, scope: Scope) -> Result<(), StoreError> {
+        if let Some(deferred) = &self.deferred {
+            deferred
+                .lock()
+                .map_err(|_| poisoned())?
+                .entry(subject)
+                .and_modify(|s: &mut Scope| s.merge(scope.clone()))
+                .or_insert(scope);
+            return Ok(());
+        }
+        self.refresh_now(&subject, &scope).await
+    }
+
+    /// The documents of every provider listed under `namespace`, whole: a key's change may
+    /// change the verdict on any of their releases.
+    pub(super) async fn refresh_namespace(
+        &self,
+        namespace: &crate::names::Namespace,
+    ) -> Result<(), StoreError> {
+        for record in self
+            .metadata
+            .query(&partition::namespace(namespace))
+            .await?
+        {
+            if let Record::NamespaceProvider(provider) = record {
+                self.refresh(Subject::Provider(provider), Scope::All)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn refresh_now(
+        &self,
+        subject: &Subject,
+        scope: &Scope,
+    ) -> Result<(), StoreError> {
+        let id = subject.versions_id();
+        for attempt in 0..ATTEMPTS {
+            let stored = self.metadata.get_document(&id).await?;
+            let written = match subject {
+                Subject::Module(address) => {
+                    let (body, attempt) = self.module_attempt(address, scope, &id, stored).await?;
+                    self.replace(&id, body, attempt.expected.as_deref()).await?
+                }
+                Subject::Provider(provider) => {
+                    self.provider_attempt(provider, scope, &id, stored).await?
+                }
+                Subject::Mirror(host, provider) => {
+                    let (body, attempt) = self
+                        .mirror_attempt(host, provider, scope, &id, stored)
+                        .await?;
+                    self.replace(&id, body, attempt.expected.as_deref()).await?
+                }
+            };
+            if written {
+                if let Subject::Module(address) = subject {
+                    self.list_module(address).await?;
+                }
+                return Ok(());
+            }
+            // Another writer replaced it meanwhile: read again, after a pause that grows.
+            let pause = Duration::from_millis(5 << attempt.min(7));
+            tokio::time::sleep(pause.mul_f64(0.5 + rand::random::<f64>())).await;
+        }
+        Err(StoreError::new(format!(
+            "the document {} {} kept being replaced by other writers; the next event or `tfreg reindex` makes it again",
+            id.partition, id.sort
+        )))
+    }
+
+    /// Writes a versions document (none when it lists nothing) if it is still at
+    /// `expected`.
+    async fn replace(
+        &self,
+        id: &RecordId,
+        body: Option<Vec<u8>>,
+        expected: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let expected = match expected {
+            Some(revision) => Expected::Revision(revision),
+            None => Expected::Nothing,
+        };
+        self.metadata.put_document(id, body, expected).await
+    }
+
+    fn read<T: serde::de::DeserializeOwned + Default>(
+        id: &RecordId,
+        stored: Option<Document>,
+    ) -> Attempt<T> {
+        match stored {
+            None => Attempt {
+                expected: None,
+                document: T::default(),
+                corrupt: false,
+            },
+            Some(stored) => match decode(id, &stored.body) {
+                Ok(document) => Attempt {
+                    expected: Some(stored.revision),
+                    document,
+                    corrupt: false,
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "making a corrupt document again");
+                    Attempt {
+                        expected: Some(stored.revision),
+                        document: T::default(),
+                        corrupt: true,
+                    }
+                }
+            },
+        }
+    }
+
+    /// The records of `scope`'s versions in a partition: one query per version and sort
+    /// key prefix, or the whole partition.
+    async fn records_of(
+        &self,
+        partition: &str,
+        scope: &Scope,
+        kinds: &[&str],
+    ) -> Result<Vec<Record>, StoreError> {
+        match scope {
+            Scope::All => self.metadata.query(partition).await,
+            Scope::Versions(versions) => {
+                let mut records = Vec::new();
+                for version in versions {
+                    for kind in kinds {
+                        let prefix = format!("{kind}{version}/");
+                        records.extend(self.metadata.query_prefix(partition, &prefix).await?);
+                    }
+                }
+                Ok(records)
+            }
+        }
+    }
+
+    async fn module_attempt(
+        &self,
+        address: &ModuleAddress,
+        scope: &Scope,
+        id: &RecordId,
+        stored: Option<Document>,
+    ) -> Result<(Option<Vec<u8>>, Attempt<ModuleVersionsDoc>), StoreError> {
+        let mut attempt: Attempt<ModuleVersionsDoc> = Self::read(id, stored);
+        let scope = if attempt.corrupt { &Scope::All } else { scope };
+        let archives = self
+            .records_of(&partition::module(address), scope, &[""])
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::ModuleArchive(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        let served = served_archives(archives);
+        let versions = &mut attempt.document.versions;
+        match scope {
+            Scope::All => versions.clear(),
+            Scope::Versions(scope) => versions.retain(|v, _| !scope.contains(v)),
+        }
+        versions.extend(
+            served
+                .iter()
+                .map(|(v, archive)| (v.clone(), ModuleVersionEntry::of(archive))),
+        );
+        let body = match versions.is_empty() {
+            true => None,
+            false => Some(encode(&attempt.document)?),
+        };
+        Ok((body, attempt))
+    }
+
+    async fn mirror_attempt(
+        &self,
+        host: &Hostname,
+        provider: &ProviderAddress,
+        scope: &Scope,
+        id: &RecordId,
+        stored: Option<Document>,
+    ) -> Result<(Option<Vec<u8>>, Attempt<MirrorVersionsDoc>), StoreError> {
+        let mut attempt: Attempt<MirrorVersionsDoc> = Self::read(id, stored);
+        let scope = if attempt.corrupt { &Scope::All } else { scope };
+        let mut found: BTreeMap<Version, BTreeSet<Platform>> = BTreeMap::new();
+        for record in self
+            .records_of(&partition::mirror(host, provider), scope, &["package/"])
+            .await?
+        {
+            if let Record::Package(p) = record {
+                found.entry(p.version).or_default().insert(p.platform);
+            }
+        }
+        let versions = &mut attempt.document.versions;
+        match scope {
+            Scope::All => versions.clear(),
+            Scope::Versions(scope) => versions.retain(|v, _| !scope.contains(v)),
+        }
+        versions.extend(
+            found
+                .into_iter()
+                .map(|(v, platforms)| (v, platforms.into_iter().collect())),
+        );
+        let body = match versions.is_empty() {
+            true => None,
+            false => Some(encode(&attempt.document)?),
+        };
+        Ok((body, attempt))
+    }
+
+    /// One attempt at a provider's documents: the releases of `scope`'s versions judged
+    /// against the namespace's keys now, each served one written as its release document
+    /// (the others' deleted), then the versions document. `false`: it was replaced meanwhile.
+    async fn provider_attempt(
+        &self,
+        provider: &ProviderAddress,
+        scope: &Scope,
+        id: &RecordId,
+        stored: Option<Document>,
+    ) -> Result<bool, StoreError> {
+        let mut attempt: Attempt<ProviderVersionsDoc> = Self::read(id, stored);
+        let scope = if attempt.corrupt { &Scope::All } else { scope };
+        let (releases, keys) = (
+            partition::provider(provider),
+            partition::keys(&provider.namespace),
+        );
+        let (records, keys) = tokio::join!(
+            self.records_of(
+                &releases,
+                scope,
+                &["package/", "sums/", "signature/", "manifest/"],
+            ),
+            self.metadata.query(&keys),
+        );
+        let (records, keys) = (records?, CurrentKeys::from_records(&keys?));
+        let now = SystemTime::now();
+        let mut served: BTreeMap<Version, ReleaseDoc> = BTreeMap::new();
+        for (_, release) in evaluate(&records, &keys, now) {
+            let Some(release) = release else { continue };
+            let own: Vec<Record> = records
+                .iter()
+                .filter(|r| matches!(r, Record::Signature(s) if s.version == release.version))
+                .cloned()
+                .collect();
+            let until = next_change(&own, now);
+            served.insert(release.version.clone(), ReleaseDoc { release, until });
+        }
+        // What this attempt decides on: the versions in scope, and for a whole refresh
+        // every version the document listed too (their release documents go).
+        let decided: BTreeSet<Version> = match scope {
+            Scope::Versions(versions) => versions.clone(),
+            Scope::All => attempt
+                .document
+                .versions
+                .keys()
+                .chain(served.keys())
+                .cloned()
+                .collect(),
+        };
+        for version in &decided {
+            let release_id = RecordId::provider_release(provider, version);
+            let body = served.get(version).map(encode).transpose()?;
+            self.metadata
+                .put_document(&release_id, body, Expected::Anything)
+                .await?;
+        }
+        let versions = &mut attempt.document.versions;
+        versions.retain(|v, _| !decided.contains(v));
+        versions.extend(
+            served
+                .iter()
+                .map(|(v, release)| (v.clone(), ProviderVersionEntry::of(release))),
+        );
+        let body = match versions.is_empty() {
+            true => None,
+            false => Some(encode(&attempt.document)?),
+        };
+        self.replace(id, body, attempt.expected.as_deref()).await
+    }
+
+    /// Makes every document again from the records, and deletes documents of nothing: what
+    /// a reindex ends with (events may have been lost, documents left behind).
+    pub(super) async fn rebuild_documents(&self, records: &[Record]) -> Result<(), StoreError> {
+        let mut subjects: BTreeSet<Subject> =
+            records.iter().filter_map(Subject::of_record).collect();
+        let ids = self.metadata.document_ids().await?;
+        let mut releases: Vec<RecordId> = Vec::new();
+        for id in ids {
+            match subject_of_document(&id) {
+                Some(subject) if id.sort == "versions" => {
+                    subjects.insert(subject);
+                }
+                Some(_) => releases.push(id),
+                None => {
+                    tracing::info!(
+                        partition = id.partition,
+                        sort = id.sort,
+                        "deleting a document of nothing"
+                    );
+                    self.metadata
+                        .put_document(&id, None, Expected::Anything)
+                        .await?;
+                }
+            }
+        }
+        for subject in &subjects {
+            self.refresh_now(subject, &Scope::All).await?;
+        }
+        // Release documents of versions no versions document lists any more.
+        for id in releases {
+            let listed = match subject_of_document(&id) {
+                Some(subject @ Subject::Provider(_)) => {
+                    let versions = self.metadata.get_document(&subject.versions_id()).await?;
+                    let version = id.sort.strip_prefix(crate::store::RELEASE_PREFIX);
+                    match (versions, version.and_then(|v| Version::parse(v).ok())) {
+                        (Some(doc), Some(version)) => {
+                            decode::<ProviderVersionsDoc>(&subject.versions_id(), &doc.body)
+                                .map(|d| d.versions.contains_key(&version))
+                                .unwrap_or(false)
+                        }
+                        _ => false,
+                    }
+                }
+                _ => false,
+            };
+            if !listed {
+                self.metadata
+                    .put_document(&id, None, Expected::Anything)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The subject a document id is of, from its partition.
+fn subject_of_document(id: &RecordId) -> Option<Subject> {
+    let rest = id.partition.strip_prefix(partition::DOCUMENTS)?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        ["module", ns, name, system] => ModuleAddress::parse(ns, name, system)
+            .ok()
+            .map(Subject::Module),
+        ["provider", ns, type_] => ProviderAddress::parse(ns, type_)
+            .ok()
+            .map(Subject::Provider),
+        ["mirror", host, ns, type_] => Some(Subject::Mirror(
+            Hostname::parse(host).ok()?,
+            ProviderAddress::parse(ns, type_).ok()?,
+        )),
+        _ => None,
+    }
+}
