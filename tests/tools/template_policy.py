@@ -137,6 +137,10 @@ class Checked:
 
 
 # ---- reading the template ------------------------------------------------------------------
+# Where the indexer keeps documents too large for a table item.
+DOCUMENTS_PREFIX = ".tfreg/documents/"
+
+
 def binary_of(uri):
     return PurePosixPath(str(uri)).parent.name if uri else None
 
@@ -279,8 +283,9 @@ def tokens_deny_actions(template, stmts):
 
 
 def s3_grants(stmts):
-    """(object resources, bucket resources, unexpected actions) of a function's S3 Allows."""
-    objects, buckets, unexpected = set(), set(), set()
+    """(object resources, bucket resources, unexpected actions, written resources) of a
+    function's S3 Allows. Writes are PutObject and DeleteObject; anything else is unexpected."""
+    objects, buckets, unexpected, written = set(), set(), set(), set()
     for s in stmts:
         if s.effect != "Allow":
             continue
@@ -293,9 +298,11 @@ def s3_grants(stmts):
                 buckets.update(s.resources)
             elif action in S3_OBJECT_READS:
                 objects.update(s.resources)
+            elif action in ("s3:putobject", "s3:deleteobject"):
+                written.update(s.resources)
             elif action.startswith("s3:") or action == "*":
                 unexpected.add(action)
-    return objects, buckets, unexpected
+    return objects, buckets, unexpected, written
 
 
 # ---- the checks ----------------------------------------------------------------------------
@@ -397,7 +404,7 @@ def check_no_table_scan(checked):
     return problems
 
 
-def check_s3_prefixes(checked, binary, params, prefixes, list_bucket):
+def check_s3_prefixes(checked, binary, params, prefixes, list_bucket, writes=()):
     template = checked.template(params)
     running = functions_running(template, binary)
     if not running:
@@ -408,7 +415,12 @@ def check_s3_prefixes(checked, binary, params, prefixes, list_bucket):
     for logical_id, props in running:
         stmts, unreadable = statements(logical_id, props)
         problems += unreadable
-        objects, buckets, unexpected = s3_grants(stmts)
+        objects, buckets, unexpected, written = s3_grants(stmts)
+        expected_writes = {f"{bucket}/{prefix}/*" for prefix in writes}
+        if written != expected_writes:
+            problems.append(
+                f"{logical_id} ({binary}) writes S3 objects {sorted(written)}; expected exactly {sorted(expected_writes)}"
+            )
         if objects != expected:
             problems.append(
                 f"{logical_id} ({binary}) reads S3 objects {sorted(objects)}; expected exactly {sorted(expected)}"
@@ -434,7 +446,17 @@ def check_downloads_s3_prefixes(checked):
 
 
 def check_indexer_s3_prefixes(checked):
-    return check_s3_prefixes(checked, "indexer", DEFAULT, ["modules", "providers", "keys", "mirror"], list_bucket=True)
+    return check_s3_prefixes(checked, "indexer", DEFAULT, ["modules", "providers", "keys", "mirror", ".tfreg/documents"],
+                             list_bucket=True, writes=[".tfreg/documents"])
+
+
+def check_readers_s3_prefixes(checked):
+    """The functions that read documents may read the overflow documents, and their own files."""
+    problems = []
+    for binary, prefixes in [("modules", ["modules"]), ("providers", ["providers"]),
+                             ("mirror", ["mirror", "providers"]), ("web", [])]:
+        problems += check_s3_prefixes(checked, binary, DEFAULT, prefixes + [".tfreg/documents"], list_bucket=False)
+    return problems
 
 
 def check_discovery_no_policies(checked):
@@ -497,6 +519,10 @@ def check_versions_kept(checked):
                                     "NoncurrentVersionTransitions", "NoncurrentVersionTransition",
                                     "Transitions", "Transition")
                         if k in rule]
+            # The indexer's derived documents may go; nothing published may.
+            prefix = rule.get("Prefix") or ((rule.get("Filter") or {}).get("Prefix"))
+            if prefix == DOCUMENTS_PREFIX:
+                continue
             if expiring and str(rule.get("Status")) == "Enabled":
                 problems.append(f"{bucket} lifecycle rule {rule.get('Id')!r} has {', '.join(expiring)}")
     return problems
@@ -631,14 +657,16 @@ CHECKS = [
     ("no-table-scan", "no function may scan the table", check_no_table_scan),
     ("downloads-s3-prefixes", "downloads reads only modules/, providers/, mirror/", check_downloads_s3_prefixes),
     ("discovery-no-policies", "discovery has no permissions", check_discovery_no_policies),
-    ("indexer-s3-prefixes", "indexer reads only modules/, providers/, keys/, mirror/", check_indexer_s3_prefixes),
+    ("indexer-s3-prefixes", "indexer reads only modules/, providers/, keys/, mirror/, .tfreg/documents/ and writes only the last",
+     check_indexer_s3_prefixes),
+    ("readers-s3-prefixes", "modules, providers, mirror and web read only their files and .tfreg/documents/", check_readers_s3_prefixes),
     ("table-ttl", "TTL on the attribute ttl", check_table_ttl),
     ("api-throttling", "throttling parameters applied to every route", check_api_throttling),
     ("reserved-concurrency", "FunctionConcurrencyLimit on every function, 0 = none", check_reserved_concurrency),
     ("access-logs", "access logs without headers or query strings", check_access_logs),
     ("table-retained", "the table (and its tokens) survives stack deletion and replacement", check_table_retained),
     ("alarm-notifies", "the dead-letter alarm notifies AlarmEmail or AlarmTopicArn", check_alarm_notifies),
-    ("versions-kept", "the bucket keeps every object version", check_versions_kept),
+    ("versions-kept", "the bucket keeps every object version but the indexer's documents'", check_versions_kept),
 ]
 
 
