@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use tfreg_e2e::counting::{cost, published, Call, REQUESTS};
+use tfreg_e2e::counting::{cost, measure, published, Call, HOST, REQUESTS};
+use tfreg_e2e::scale::{self, publish_at_scale, MODULE, PLATFORMS, PROVIDER};
 use tfreg_e2e::stack::StackOptions;
 use tfreg_e2e::tfreg_with_env;
 
@@ -37,7 +38,10 @@ fn a_request_with_a_known_token_makes_at_most_one_table_read_and_no_write() {
             assert!(matches!(status, 200 | 204), "{name}: {status}");
             let dynamodb: Vec<&Call> = calls.iter().filter(|c| c.service == "dynamodb").collect();
             assert!(
-                dynamodb.len() <= 1 && dynamodb.iter().all(|c| c.action == "Query"),
+                dynamodb.len() <= 1
+                    && dynamodb
+                        .iter()
+                        .all(|c| c.action == "Query" || c.action == "GetItem"),
                 "{name}: {}",
                 summary(&calls)
             );
@@ -89,5 +93,114 @@ fn a_revoked_token_is_refused_within_the_cache_ttl() {
     assert!(
         refused_after <= ttl + Duration::from_secs(3),
         "{refused_after:?}"
+    );
+}
+
+/// What one item may add to a request's reads beyond twice its answer: a version's archive
+/// record, a release document (a few kilobytes, compressed).
+const ONE_ITEM: usize = 8 * 1024;
+
+#[test]
+fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
+    let stack = tfreg_e2e::stack::Stack::start(&StackOptions {
+        domain: Some(HOST.into()),
+        count_calls: true,
+        ..StackOptions::default()
+    });
+    publish_at_scale(&stack);
+    let token = stack.create_token(&[]);
+    stack.calls();
+    let (old, some) = (scale::version(5000), scale::version(500));
+    let requests = [
+        ("module versions", format!("/v1/modules/{MODULE}/versions")),
+        (
+            "module download",
+            format!("/v1/modules/{MODULE}/{old}/download"),
+        ),
+        (
+            "provider versions",
+            format!("/v1/providers/{PROVIDER}/versions"),
+        ),
+        (
+            "provider download",
+            format!("/v1/providers/{PROVIDER}/{some}/download/linux/arm64"),
+        ),
+        (
+            "mirror index",
+            format!("/v1/mirror/{HOST}/{PROVIDER}/index.json"),
+        ),
+        (
+            "mirror version",
+            format!("/v1/mirror/{HOST}/{PROVIDER}/{some}.json"),
+        ),
+    ];
+    let mut figures = Vec::new();
+    for (name, path) in &requests {
+        // The first request of a function reads the token (and may record its use).
+        let first = measure(&stack, Some(&token), path);
+        assert!(
+            matches!(first.status, 200 | 204),
+            "{name}: {}\n{}",
+            first.status,
+            stack.logs()
+        );
+        for _ in 0..3 {
+            let cost = measure(&stack, Some(&token), path);
+            assert!(matches!(cost.status, 200 | 204), "{name}: {}", cost.status);
+            let calls = summary(&cost.calls);
+            let dynamodb: Vec<&Call> = cost
+                .calls
+                .iter()
+                .filter(|c| c.service == "dynamodb")
+                .collect();
+            assert!(dynamodb.len() <= 1, "{name}: {calls}");
+            assert!(cost.calls.iter().all(|c| !c.writes()), "{name}: {calls}");
+            assert!(
+                cost.calls.iter().all(|c| c.service == "dynamodb"),
+                "{name}: {calls}"
+            );
+            let read: usize = dynamodb.iter().map(|c| c.response_bytes).sum();
+            let items: usize = dynamodb.iter().map(|c| c.items).sum();
+            assert!(items <= 1, "{name} read {items} items: {calls}");
+            assert!(
+                read <= 2 * cost.answer_bytes + ONE_ITEM,
+                "{name}: read {read} bytes for an answer of {}: {calls}",
+                cost.answer_bytes
+            );
+            figures.push(format!(
+                "{name}: {} DynamoDB call(s) ({}), {read} bytes read, answer {} bytes",
+                dynamodb.len(),
+                dynamodb
+                    .iter()
+                    .map(|c| c.action.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cost.answer_bytes
+            ));
+        }
+    }
+    // What was read is the whole answer: every version, every platform.
+    let versions = |path: &str| -> serde_json::Value {
+        serde_json::from_slice(&measure(&stack, Some(&token), path).body).unwrap()
+    };
+    let modules = versions(&requests[0].1);
+    let listed = modules["modules"][0]["versions"].as_array().unwrap();
+    assert_eq!(listed.len(), scale::MODULE_VERSIONS);
+    assert!(listed.iter().any(|v| v["version"] == scale::LAST));
+    let providers = versions(&requests[2].1);
+    let listed = providers["versions"].as_array().unwrap();
+    assert_eq!(listed.len(), scale::PROVIDER_VERSIONS);
+    assert!(listed
+        .iter()
+        .all(|v| v["platforms"].as_array().unwrap().len() == PLATFORMS.len()));
+    let index = versions(&requests[4].1);
+    assert_eq!(
+        index["versions"].as_object().unwrap().len(),
+        scale::PROVIDER_VERSIONS
+    );
+    figures.dedup();
+    eprintln!(
+        "per request, with a warm token cache:\n{}",
+        figures.join("\n")
     );
 }

@@ -25,6 +25,8 @@ pub struct Call {
     pub action: String,
     /// The answer's body size.
     pub response_bytes: usize,
+    /// How many table items a DynamoDB answer holds (`Item`, `Items`).
+    pub items: usize,
 }
 
 impl Call {
@@ -44,8 +46,8 @@ impl std::fmt::Display for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} {} ({} bytes)",
-            self.service, self.action, self.response_bytes
+            "{} {} ({} bytes, {} items)",
+            self.service, self.action, self.response_bytes, self.items
         )
     }
 }
@@ -146,10 +148,15 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
     let head = parts.method == axum::http::Method::HEAD;
     let headers = answer.headers().clone();
     let bytes = answer.bytes().await.unwrap_or_default();
+    let items = match service {
+        "dynamodb" => items_in(&bytes),
+        _ => 0,
+    };
     upstream.calls.lock().unwrap().push(Call {
         service,
         action,
         response_bytes: bytes.len(),
+        items,
     });
     let mut response = Response::builder().status(status);
     for (name, value) in &headers {
@@ -161,6 +168,29 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
         }
     }
     response.body(Body::from(bytes)).unwrap()
+}
+
+/// How many items a DynamoDB answer carries.
+fn items_in(body: &[u8]) -> usize {
+    let Ok(answer) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return 0;
+    };
+    let many = |name: &str| answer.get(name).and_then(|v| v.as_array()).map(Vec::len);
+    many("Items")
+        .or_else(|| answer.get("Item").map(|_| 1))
+        .or_else(|| {
+            answer
+                .get("Responses")
+                .and_then(|r| r.as_object())
+                .map(|tables| {
+                    tables
+                        .values()
+                        .filter_map(|v| v.as_array())
+                        .map(Vec::len)
+                        .sum()
+                })
+        })
+        .unwrap_or(0)
 }
 
 pub const HOST: &str = "registry.example.test";
@@ -226,12 +256,39 @@ fn client(stack: &Stack) -> reqwest::blocking::Client {
         .unwrap()
 }
 
-/// Makes one request and returns its status and the calls it caused.
-pub fn cost(stack: &Stack, token: Option<&str>, path: &str) -> (u16, Vec<Call>) {
+/// What one request cost.
+#[derive(Debug)]
+pub struct Cost {
+    pub status: u16,
+    /// The answer's size: its body, and the `X-Terraform-Get` of a module download.
+    pub answer_bytes: usize,
+    pub body: Vec<u8>,
+    pub calls: Vec<Call>,
+}
+
+/// Makes one request and returns what it cost.
+pub fn measure(stack: &Stack, token: Option<&str>, path: &str) -> Cost {
     let mut request = client(stack).get(format!("{}{path}", stack.url));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
-    let status = request.send().unwrap().status().as_u16();
-    (status, stack.calls())
+    let answer = request.send().unwrap();
+    let status = answer.status().as_u16();
+    let location = answer
+        .headers()
+        .get("x-terraform-get")
+        .map_or(0, |v| v.as_bytes().len());
+    let body = answer.bytes().unwrap().to_vec();
+    Cost {
+        status,
+        answer_bytes: body.len() + location,
+        body,
+        calls: stack.calls(),
+    }
+}
+
+/// Makes one request and returns its status and the calls it caused.
+pub fn cost(stack: &Stack, token: Option<&str>, path: &str) -> (u16, Vec<Call>) {
+    let cost = measure(stack, token, path);
+    (cost.status, cost.calls)
 }

@@ -366,6 +366,34 @@ impl Stack {
             .collect()
     }
 
+    /// The stack's metadata store as the indexer has it (consistent reads, documents past
+    /// an item's size in the bucket), talking to the emulator directly (never counted).
+    pub fn metadata(&self) -> tfreg_aws::DynamoMetadataStore {
+        let config = self.runtime.block_on(sdk_config(&self._moto, &self.cert));
+        tfreg_aws::DynamoMetadataStore::new(tfreg_aws::dynamodb_client(&config), &self.table)
+            .with_consistent_reads()
+            .with_bucket(
+                tfreg_aws::s3_client(&config),
+                &self.bucket,
+                tfreg_aws::documents::INLINE_LIMIT,
+            )
+    }
+
+    /// The stack's bucket as the functions have it, talking to the emulator directly.
+    pub fn artifacts(&self) -> tfreg_aws::S3ArtifactStore {
+        let config = self.runtime.block_on(sdk_config(&self._moto, &self.cert));
+        tfreg_aws::S3ArtifactStore::new(
+            tfreg_aws::s3_client(&config),
+            &self.bucket,
+            Duration::from_secs(300),
+        )
+    }
+
+    /// Runs a future on the stack's runtime.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
     /// The DynamoDB and S3 calls the functions made since the last call of this, as the
     /// emulator received them (a stack started with [`StackOptions::count_calls`]).
     pub fn calls(&self) -> Vec<Call> {
@@ -428,13 +456,8 @@ pub fn s3_event_key(key: &str) -> String {
 }
 
 /// The bucket (versioned) and the table, as template.yaml makes them.
-async fn provision(
-    moto: &Moto,
-    cert: &Path,
-    bucket: &str,
-    table: &str,
-    oidc_client_secret: Option<&str>,
-) -> aws_sdk_s3::Client {
+/// The SDK configuration for the stack's moto, trusting its certificate.
+async fn sdk_config(moto: &Moto, cert: &Path) -> aws_config::SdkConfig {
     use aws_smithy_http_client::tls;
     let trust = tls::TrustStore::empty().with_pem_certificate(std::fs::read(cert).unwrap());
     let http = aws_smithy_http_client::Builder::new()
@@ -448,7 +471,7 @@ async fn provision(
                 .unwrap(),
         )
         .build_https();
-    let config = tfreg_aws::config_loader()
+    tfreg_aws::config_loader()
         .endpoint_url(&moto.endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_s3::config::Credentials::new(
@@ -456,7 +479,17 @@ async fn provision(
         ))
         .http_client(http)
         .load()
-        .await;
+        .await
+}
+
+async fn provision(
+    moto: &Moto,
+    cert: &Path,
+    bucket: &str,
+    table: &str,
+    oidc_client_secret: Option<&str>,
+) -> aws_sdk_s3::Client {
+    let config = sdk_config(moto, cert).await;
     if let Some(secret) = oidc_client_secret {
         aws_sdk_secretsmanager::Client::new(&config)
             .create_secret()

@@ -277,6 +277,57 @@ impl DynamoMetadataStore {
         self
     }
 
+    /// Stores many records, 25 to a `BatchWriteItem` (what it takes), retrying what DynamoDB
+    /// leaves unprocessed: for loading a table in bulk (seeding, restoring), not indexing.
+    pub async fn put_batch(&self, records: Vec<Record>) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+        let table = &self.table.name;
+        let mut requests = Vec::with_capacity(records.len());
+        for record in records {
+            let RecordId { partition, sort } = record.id();
+            let doc = serde_json::to_string(&record)
+                .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
+            let mut item = key(&partition, &sort);
+            item.insert(DOC.to_owned(), AttributeValue::S(doc));
+            let put = PutRequest::builder()
+                .set_item(Some(item))
+                .build()
+                .map_err(|e| StoreError::with_source("cannot build a put request", e))?;
+            requests.push(WriteRequest::builder().put_request(put).build());
+        }
+        for chunk in requests.chunks(25) {
+            let mut pending = chunk.to_vec();
+            for attempt in 0.. {
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt == 10 {
+                    return Err(StoreError::new(format!(
+                        "DynamoDB left {} writes to table {table} unprocessed ten times in a row",
+                        pending.len()
+                    )));
+                }
+                let out = self
+                    .table
+                    .client
+                    .batch_write_item()
+                    .request_items(table, pending)
+                    .send()
+                    .await
+                    .map_err(|e| failed("BatchWriteItem", table, e.into_service_error()))?;
+                pending = out
+                    .unprocessed_items
+                    .and_then(|mut left| left.remove(table))
+                    .unwrap_or_default();
+                if !pending.is_empty() {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 << attempt.min(5)))
+                        .await;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn decode(&self, item: &Item) -> Result<Record, StoreError> {
         let doc = doc_of(item, &self.table.name)?;
         serde_json::from_str(&doc).map_err(|e| {

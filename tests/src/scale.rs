@@ -1,0 +1,100 @@
+//! A registry at scale on the deployed stack: a module of [`MODULE_VERSIONS`] versions and a
+//! provider of [`PROVIDER_VERSIONS`] versions for six platforms, what `SCALING.md`'s figures
+//! are measured on.
+//!
+//! One version of each is published for real (uploaded, and indexed by the indexer
+//! function); the others are copies of its records under other versions, written to the
+//! table in bulk (indexing 25,000 files one event at a time against the emulator would take
+//! an hour). The documents are then made from all of them by the indexer's own code, as
+//! `tfreg reindex` makes them, and one more version is published for real, so the indexer
+//! function updates the documents at full size.
+
+use std::sync::Arc;
+
+use tfreg_core::store::Record;
+use tfreg_core::{Indexer, MetadataStore};
+
+use crate::stack::Stack;
+use crate::{tar_gz, Gpg};
+
+pub const MODULE_VERSIONS: usize = 10_000;
+pub const PROVIDER_VERSIONS: usize = 1_000;
+pub const PLATFORMS: [&str; 6] = [
+    "linux_amd64",
+    "linux_arm64",
+    "darwin_amd64",
+    "darwin_arm64",
+    "windows_amd64",
+    "freebsd_amd64",
+];
+/// The module and the provider.
+pub const MODULE: &str = "acme/big/aws";
+pub const PROVIDER: &str = "acme/widget";
+/// The version published for real, whose records are copied.
+const FIRST: &str = "0.0.0";
+/// The version published for real last.
+pub const LAST: &str = "99.0.0";
+
+/// The `i`th version: all distinct for `i` below 100,000.
+pub fn version(i: usize) -> String {
+    format!("{}.{}.{}", i / 1000, (i / 10) % 100, i % 10)
+}
+
+/// `record` as it would be for `version` instead of [`FIRST`]: its version, keys and file
+/// names (neither hashes nor revisions, hex and base64, can hold the dotted version).
+fn copy(record: &Record, version: &str) -> Record {
+    let json = serde_json::to_string(record).unwrap();
+    serde_json::from_str(&json.replace(FIRST, version)).unwrap()
+}
+
+/// Publishes the module and the provider at scale on `stack`; the calls it made are
+/// forgotten. Both have [`LAST`] as their newest version, published last and for real.
+pub fn publish_at_scale(stack: &Stack) {
+    let module = format!("modules/{MODULE}/{FIRST}.tar.gz");
+    let main = "variable \"cidr\" {\n  type = string\n}\n";
+    stack.upload(&module, &tar_gz(&[("main.tf", main)]));
+    let gpg = Gpg::new();
+    gpg.generate("release@example.test", "rsa2048", "never", None);
+    let mut keys = stack.upload_signed_release(&gpg, "widget", FIRST, &PLATFORMS);
+    keys.push(module);
+    stack.deliver(&keys.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let metadata = Arc::new(stack.metadata());
+    let module_records = stack.block_on(metadata.query(&format!("module/{MODULE}")));
+    let provider_records = stack.block_on(metadata.query(&format!("provider/{PROVIDER}")));
+    let (module_records, provider_records) = (module_records.unwrap(), provider_records.unwrap());
+    assert_eq!(module_records.len(), 1, "{module_records:?}");
+    assert!(provider_records.len() >= 8, "{provider_records:?}");
+    let mut copies = Vec::new();
+    for i in 1..MODULE_VERSIONS - 1 {
+        copies.extend(module_records.iter().map(|r| copy(r, &version(i))));
+    }
+    for i in 1..PROVIDER_VERSIONS - 1 {
+        copies.extend(provider_records.iter().map(|r| copy(r, &version(i))));
+    }
+    stack.block_on(metadata.put_batch(copies)).unwrap();
+    let indexer = Indexer::new(metadata, Arc::new(stack.artifacts()));
+    stack
+        .block_on(indexer.rebuild_all_documents())
+        .expect("documents made");
+
+    // The last version of each through the indexer function: it updates full-size
+    // documents.
+    let module = format!("modules/{MODULE}/{LAST}.tar.gz");
+    stack.upload(&module, &tar_gz(&[("main.tf", main)]));
+    let mut keys = vec![module];
+    // The release alone: uploading the key again would verify every copied release again,
+    // and their files are not in the bucket.
+    let dir = format!("providers/{PROVIDER}/{LAST}");
+    let files = crate::provider_release("widget", LAST, &PLATFORMS);
+    for (name, content) in &files {
+        keys.push(format!("{dir}/{name}"));
+        stack.upload(&format!("{dir}/{name}"), content);
+    }
+    let (sums_name, sums) = files.last().unwrap();
+    let sig = format!("{dir}/{sums_name}.sig");
+    stack.upload(&sig, &gpg.sign("release@example.test", sums, None));
+    keys.push(sig);
+    stack.deliver(&keys.iter().map(String::as_str).collect::<Vec<_>>());
+    stack.calls();
+}
