@@ -225,7 +225,11 @@ async fn a_partition_larger_than_one_query_page_is_read_whole() {
         first_page.last_evaluated_key.is_some(),
         "the partition fits one page"
     );
-    // ... and the registry still sees every version.
+    // ... and the indexer still sees every version, into the document requests read.
+    Indexer::new(aws.metadata.clone(), aws.artifacts.clone())
+        .rebuild_all_documents()
+        .await
+        .unwrap();
     let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
     let versions = registry
         .module_versions(&Access::All, &module)
@@ -332,9 +336,21 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
     ] {
         aws.upload(&key, content).await;
     }
+    // A sign-in in progress shares the table (and lingers past its expiry until DynamoDB's
+    // time to live purges it): a reindex reads past it.
+    use tfreg_core::identity::grants::{GrantKind, GrantStore};
+    tfreg_aws::DynamoGrantStore::new(aws.dynamodb.clone(), TABLE)
+        .put(GrantKind::Login, &"ab".repeat(32), "{}".into(), 1)
+        .await
+        .unwrap();
     let env = moto.env();
     let reindex =
         || tfreg_e2e::tfreg_with_env(&["reindex", "--table", TABLE, "--bucket", BUCKET], &env);
+    let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
+    let (network, widget) = (
+        ModuleAddress::parse("acme", "network", "aws").unwrap(),
+        ProviderAddress::parse("acme", "widget").unwrap(),
+    );
     let status = || tfreg_e2e::tfreg_status(&["--table", TABLE, "--bucket", BUCKET], &env);
     let first = reindex();
     assert!(first.contains(&format!("published {module}")), "{first}");
@@ -342,6 +358,16 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
     let before = status();
     assert!(before.contains("acme/network/aws: 1.0.0"), "{before}");
     assert!(before.contains("served, signed by key"), "{before}");
+    // What requests read, the documents, agrees.
+    assert!(registry
+        .module_versions(&Access::All, &network)
+        .await
+        .is_ok());
+    let served = registry
+        .provider_versions(&Access::All, &widget)
+        .await
+        .unwrap();
+    assert_eq!(served.versions.len(), 1);
 
     // Given the module and the key deleted from the bucket with their events lost,
     for key in [module, "keys/acme/release.asc"] {
@@ -367,6 +393,28 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
     let after = status();
     assert!(!after.contains("acme/network/aws: 1.0.0"), "{after}");
     assert!(!after.contains("served, signed by key"), "{after}");
+    assert!(registry
+        .module_versions(&Access::All, &network)
+        .await
+        .is_err());
+    assert!(registry
+        .provider_versions(&Access::All, &widget)
+        .await
+        .is_err());
+    // A document whose subject has nothing left, or is corrupt, is made again (or goes).
+    let stale = tfreg_core::store::RecordId::module_versions(
+        &ModuleAddress::parse("acme", "gone", "aws").unwrap(),
+    );
+    use tfreg_core::store::Expected;
+    use tfreg_core::MetadataStore;
+    let listed = br#"{"versions":{"1.0.0":{"published_at":1}}}"#.to_vec();
+    assert!(aws
+        .metadata
+        .put_document(&stale, Some(listed), Expected::Anything)
+        .await
+        .unwrap());
+    reindex();
+    assert_eq!(aws.metadata.get_document(&stale).await.unwrap(), None);
     // and a second run finds nothing to change.
     let third = reindex();
     assert!(third.contains(": 0 changed,"), "{third}");
@@ -649,4 +697,105 @@ async fn sign_in_records_are_taken_once_from_the_table_and_expire() {
         !format!("{:?}", scan.items()).contains(&key),
         "a code is stored as is"
     );
+}
+
+/// Documents on the table: compressed in their item, in the bucket past the inline limit,
+/// replaced only at the revision their writer read; a replaced object goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn documents_are_replaced_only_at_the_revision_read_and_large_ones_live_in_the_bucket() {
+    use tfreg_core::store::{Expected, RecordId};
+    use tfreg_core::MetadataStore;
+    let moto = Moto::start();
+    let aws = provision(&moto).await;
+    let store = DynamoMetadataStore::new(aws.dynamodb.clone(), TABLE)
+        .with_consistent_reads()
+        .with_bucket(aws.s3.clone(), BUCKET, 2048);
+    let id = RecordId::module_versions(&ModuleAddress::parse("acme", "big", "aws").unwrap());
+    let documents = || async {
+        let listed = aws
+            .s3
+            .list_objects_v2()
+            .bucket(BUCKET)
+            .prefix(tfreg_aws::documents::OBJECT_PREFIX)
+            .send()
+            .await
+            .unwrap();
+        listed
+            .contents()
+            .iter()
+            .filter_map(|o| o.key().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    // A small document stays in its item, compressed.
+    let small = br#"{"versions":{}}"#.repeat(10);
+    assert!(store
+        .put_document(&id, Some(small.clone()), Expected::Nothing)
+        .await
+        .unwrap());
+    let first = store.get_document(&id).await.unwrap().unwrap();
+    assert_eq!(first.body, small);
+    assert!(documents().await.is_empty());
+    // Once it exists, "nothing expected" fails, as does a revision other than the stored one.
+    assert!(!store
+        .put_document(&id, Some(small.clone()), Expected::Nothing)
+        .await
+        .unwrap());
+    assert!(!store
+        .put_document(&id, Some(small.clone()), Expected::Revision("other"))
+        .await
+        .unwrap());
+    // One that does not compress below the limit goes to the bucket; the item points to it.
+    let large: Vec<u8> = (0..64 * 1024u32)
+        .map(|i| b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 26)
+        .collect();
+    assert!(store
+        .put_document(
+            &id,
+            Some(large.clone()),
+            Expected::Revision(&first.revision)
+        )
+        .await
+        .unwrap());
+    let second = store.get_document(&id).await.unwrap().unwrap();
+    assert_eq!(second.body, large);
+    assert_ne!(second.revision, first.revision);
+    assert_eq!(documents().await.len(), 1);
+    // Replacing it writes a new object and deletes the one it replaced.
+    let larger = [large.clone(), large.clone()].concat();
+    assert!(store
+        .put_document(
+            &id,
+            Some(larger.clone()),
+            Expected::Revision(&second.revision)
+        )
+        .await
+        .unwrap());
+    let third = store.get_document(&id).await.unwrap().unwrap();
+    assert_eq!(third.body, larger);
+    let objects = documents().await;
+    assert_eq!(objects.len(), 1);
+    assert!(objects[0].contains(&third.revision), "{objects:?}");
+    // An object that is not what the item says is refused, never served.
+    aws.upload(&objects[0], b"forged".to_vec()).await;
+    let error = store.get_document(&id).await.unwrap_err();
+    assert!(
+        tfreg_core::store::ErrorChain(&error)
+            .to_string()
+            .contains("not what was written"),
+        "{error}"
+    );
+    // Deleting the document deletes its object; reading it then finds nothing.
+    assert!(store
+        .put_document(&id, None, Expected::Anything)
+        .await
+        .unwrap());
+    assert_eq!(store.get_document(&id).await.unwrap(), None);
+    assert!(documents().await.is_empty());
+    // A document is not a record: a reindex's scan does not see it, its listing does.
+    assert!(store
+        .put_document(&id, Some(small), Expected::Nothing)
+        .await
+        .unwrap());
+    assert!(store.scan().await.unwrap().is_empty());
+    assert_eq!(store.document_ids().await.unwrap(), [id]);
 }

@@ -67,7 +67,9 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
         ));
         let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
         let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
-        let indexer = Indexer::new(metadata.clone(), artifacts.clone()).without_pinning();
+        let indexer = Indexer::new(metadata.clone(), artifacts.clone())
+            .without_pinning()
+            .with_deferred_documents();
         crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
         Registry::new(metadata, artifacts)
     };

@@ -81,7 +81,9 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
     let indexer = Indexer::new(metadata.clone(), artifacts.clone())
         .with_hostname(args.hostname.get())
-        .without_pinning();
+        .without_pinning()
+        // The reindex makes every document once, at its end.
+        .with_deferred_documents();
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 

@@ -543,6 +543,8 @@ struct AfterQuery {
     /// Every query, of any partition.
     queries: std::sync::atomic::AtomicUsize,
     documents: std::sync::atomic::AtomicUsize,
+    /// Like `queries_until`, for the queries of one version's records of the partition.
+    prefix_queries_until: std::sync::Mutex<usize>,
 }
 
 impl AfterQuery {
@@ -554,6 +556,29 @@ impl AfterQuery {
             meanwhile,
             queries: Default::default(),
             documents: Default::default(),
+            prefix_queries_until: std::sync::Mutex::new(usize::MAX),
+        }
+    }
+
+    /// Runs `meanwhile` right after the `n`th query of one version's records of the
+    /// partition from now.
+    fn after_prefix(&self, n: usize) {
+        *self.prefix_queries_until.lock().unwrap() = n;
+    }
+
+    /// Counts a query of the partition down in `until`, running `meanwhile` at its end.
+    async fn count_down(&self, partition: &str, until: &std::sync::Mutex<usize>) {
+        if partition != self.partition {
+            return;
+        }
+        let run = {
+            let mut left = until.lock().unwrap();
+            let run = *left == 1;
+            *left = left.saturating_sub(1);
+            run
+        };
+        if run {
+            (self.meanwhile)().await;
         }
     }
 
@@ -589,17 +614,7 @@ impl tfreg_core::MetadataStore for AfterQuery {
         self.queries
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let records = self.inner.query(partition).await?;
-        if partition == self.partition {
-            let run = {
-                let mut left = self.queries_until.lock().unwrap();
-                let run = *left == 1;
-                *left = left.saturating_sub(1);
-                run
-            };
-            if run {
-                (self.meanwhile)().await;
-            }
-        }
+        self.count_down(partition, &self.queries_until).await;
         Ok(records)
     }
     async fn query_prefix(
@@ -607,7 +622,9 @@ impl tfreg_core::MetadataStore for AfterQuery {
         partition: &str,
         prefix: &str,
     ) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.inner.query_prefix(partition, prefix).await
+        let records = self.inner.query_prefix(partition, prefix).await?;
+        self.count_down(partition, &self.prefix_queries_until).await;
+        Ok(records)
     }
     async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
         self.inner.scan().await
@@ -1099,4 +1116,56 @@ async fn a_store_that_counts_its_writes_gets_each_versions_document_read_once_pe
         "served after its key was removed"
     );
     assert_eq!((queries(), documents()), (0, 2));
+}
+
+#[tokio::test]
+async fn a_versions_document_made_while_another_writer_replaced_it_is_made_again() {
+    use tfreg_core::module_archive::{archive_of, ArchiveFormat};
+    let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
+    let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+    let inner = Arc::new(MemoryMetadataStore::new());
+    let main: &[u8] = b"variable \"cidr\" {}\n";
+    let archive = archive_of(ArchiveFormat::TarGz, &[("main.tf", main)]);
+    // Given another handler that publishes 2.0.0 whole right after this one read the
+    // records of 1.0.0 (its versions document already read, as empty),
+    let other = Arc::new(Indexer::new(inner.clone(), artifacts.clone()));
+    let (other_artifacts, other_archive) = (artifacts.clone(), archive.clone());
+    let meanwhile: Meanwhile = Box::new(move || {
+        let (other, artifacts, archive) = (
+            other.clone(),
+            other_artifacts.clone(),
+            other_archive.clone(),
+        );
+        Box::pin(async move {
+            let key = "modules/acme/network/aws/2.0.0.tar.gz";
+            artifacts.put(key, archive);
+            other.index_key(key).await.unwrap();
+        })
+    });
+    let metadata = Arc::new(AfterQuery::new(
+        inner.clone(),
+        "module/acme/network/aws".into(),
+        meanwhile,
+    ));
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
+    let key = "modules/acme/network/aws/1.0.0.tar.gz";
+    artifacts.put(key, archive);
+    metadata.after_prefix(1);
+    // when this one writes its document,
+    indexer.index_key(key).await.unwrap();
+    assert_eq!(*metadata.prefix_queries_until.lock().unwrap(), 0, "it ran");
+    // then its write, made from a document that was replaced meanwhile, failed and was
+    // made again: both versions are listed.
+    let registry = Registry::new(inner, artifacts);
+    let address = tfreg_core::ModuleAddress::parse("acme", "network", "aws").unwrap();
+    let versions: Vec<String> = registry
+        .module_versions(&Access::All, &address)
+        .await
+        .unwrap()
+        .modules[0]
+        .versions
+        .iter()
+        .map(|v| v.version.to_string())
+        .collect();
+    assert_eq!(versions, ["1.0.0", "2.0.0"]);
 }

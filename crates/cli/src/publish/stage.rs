@@ -93,7 +93,9 @@ pub async fn check(plan: &Plan, context: Vec<Upload>) -> anyhow::Result<Judgemen
     let artifacts = Arc::new(StagedStore { files });
     let metadata = Arc::new(MemoryMetadataStore::new());
     // The staging area keeps nothing: its verdicts are the checks, never pins.
-    let indexer = Indexer::new(metadata.clone(), artifacts.clone()).without_pinning();
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone())
+        .without_pinning()
+        .with_deferred_documents();
     let summary = indexer.reindex_all(|_, _| {}).await?;
     if summary.failed > 0 {
         anyhow::bail!("{} files could not be read for the checks", summary.failed);
