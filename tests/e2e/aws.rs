@@ -745,8 +745,12 @@ async fn documents_are_replaced_only_at_the_revision_read_and_large_ones_live_in
         .await
         .unwrap());
     // One that does not compress below the limit goes to the bucket; the item points to it.
-    let large: Vec<u8> = (0..64 * 1024u32)
-        .map(|i| b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 26)
+    // Hashes, hex-encoded: they do not compress below the 2 KiB limit.
+    let large: Vec<u8> = (0..1024u32)
+        .flat_map(|i| {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(i.to_le_bytes())).into_bytes()
+        })
         .collect();
     assert!(store
         .put_document(

@@ -107,7 +107,25 @@ fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
         count_calls: true,
         ..StackOptions::default()
     });
-    publish_at_scale(&stack);
+    let last = publish_at_scale(&stack);
+    // Indexing a file reads that version's records and its subject's documents, never the
+    // whole partition of 10,000 or 9,000 items (megabytes): a few kilobytes an event.
+    let read: usize = last
+        .calls
+        .iter()
+        .filter(|c| c.service == "dynamodb")
+        .map(|c| c.response_bytes)
+        .sum();
+    assert!(
+        read / last.events <= 256 * 1024,
+        "the indexer read {read} bytes from the table for {} events",
+        last.events
+    );
+    eprintln!(
+        "indexing the last versions: {} events, {read} bytes read from the table, {} calls",
+        last.events,
+        last.calls.len()
+    );
     let token = stack.create_token(&[]);
     stack.calls();
     let (old, some) = (scale::version(5000), scale::version(500));

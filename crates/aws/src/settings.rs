@@ -127,17 +127,17 @@ impl Default for WebSettings {
     }
 }
 
-/// The longest a function may keep a token's record or a namespace's signing keys: the
-/// longest delay before a revocation takes effect.
+/// The longest a function may keep a token's record: the longest delay before a revocation
+/// takes effect.
 pub const CACHE_TTL_MAX: Duration = Duration::from_secs(300);
 
-/// How long the functions that read the registry keep tokens and signing keys in memory
+/// How long the functions that read the registry keep tokens in memory
 /// (the local server reads its token file and index in place and needs no such cache).
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct CacheSetting {
-    /// How long a function keeps a token's record, or a namespace's signing keys, before
-    /// reading them again (0s to 5m): a revoked token is refused, and a removed key stops
-    /// vouching for its releases, in every function at most this long afterwards.
+    /// How long a function keeps a token's record before reading it again (0s to 5m): a
+    /// revoked token is refused in every function at most this long afterwards. (Signing
+    /// keys are not read by requests: the indexer judges releases when keys change.)
     #[arg(long, env = "TFREG_CACHE_TTL", default_value = "60s", value_parser = cache_ttl)]
     pub cache_ttl: Duration,
     /// How often a token's "last used" time is written at most, per function instance (1m

@@ -173,7 +173,7 @@ pub struct Config {
     pub web: tfreg_http::web::WebOptions,
     /// `TFREG_SESSION_SECRET`: signs the web pages' sessions.
     pub session_secret: Option<Vec<u8>>,
-    /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens and keys are kept in memory.
+    /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens are kept in memory.
     pub cache: CacheSettings,
     /// `TFREG_IDENTITY`: the sign-in provider and CI rules.
     pub identity: Option<IdentityDocument>,

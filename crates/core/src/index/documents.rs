@@ -26,6 +26,9 @@ use crate::registry::modules::served_archives;
 use crate::store::{partition, Document, Expected, Record, RecordId, StoreError};
 use crate::version::Version;
 
+/// The sort key prefixes of a provider version's records, before the version.
+const RELEASE_KINDS: [&str; 4] = ["package/", "sums/", "signature/", "manifest/"];
+
 /// How many times a refresh starts over while other writers replace the same document.
 const ATTEMPTS: u32 = 12;
 
@@ -269,6 +272,21 @@ impl Indexer {
         }
     }
 
+    /// One provider version's records: its packages, SHA256SUMS, signatures and manifest,
+    /// by key conditions on the version (never the whole partition).
+    pub(super) async fn release_records(
+        &self,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.records_of(
+            &partition::provider(provider),
+            &Scope::one(version.clone()),
+            &RELEASE_KINDS,
+        )
+        .await
+    }
+
     async fn module_attempt(
         &self,
         address: &ModuleAddress,
@@ -358,11 +376,7 @@ impl Indexer {
             partition::keys(&provider.namespace),
         );
         let (records, keys) = tokio::join!(
-            self.records_of(
-                &releases,
-                scope,
-                &["package/", "sums/", "signature/", "manifest/"],
-            ),
+            self.records_of(&releases, scope, &RELEASE_KINDS),
             self.metadata.query(&keys),
         );
         let (records, keys) = (records?, CurrentKeys::from_records(&keys?));

@@ -18,7 +18,7 @@ use super::Indexer;
 use crate::hash::{self, HashError, PackageHashes};
 use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::providers::signed_entries;
-use crate::store::{partition, PackageRecord, Record, RecordId, StoreError};
+use crate::store::{PackageRecord, Record, RecordId, StoreError};
 use crate::version::Version;
 
 impl Indexer {
@@ -129,7 +129,7 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<(), StoreError> {
-        let records = self.metadata.query(&partition::provider(provider)).await?;
+        let records = self.release_records(provider, version).await?;
         let signed = signed_entries(&records, version);
         for record in records {
             let Record::Package(package) = record else {
@@ -216,7 +216,7 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<BTreeMap<String, String>, StoreError> {
-        let records = self.metadata.query(&partition::provider(provider)).await?;
+        let records = self.release_records(provider, version).await?;
         Ok(signed_entries(&records, version))
     }
 

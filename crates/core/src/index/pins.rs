@@ -354,7 +354,7 @@ impl Indexer {
         provider: &ProviderAddress,
         version: &Version,
     ) -> Result<Served, StoreError> {
-        let records = self.metadata.query(&partition::provider(provider)).await?;
+        let records = self.release_records(provider, version).await?;
         let keys = self
             .metadata
             .query(&partition::keys(&provider.namespace))
