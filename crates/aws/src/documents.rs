@@ -12,7 +12,7 @@
 
 use std::io::{Read, Write};
 
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};
 use tfreg_core::store::{Document, Expected, RecordId};
@@ -81,6 +81,36 @@ fn object_key(id: &RecordId, revision: &str) -> String {
     format!("{OBJECT_PREFIX}{digest}/{revision}.json.gz")
 }
 
+/// A write's condition on the stored document: its expression, names and values.
+type Condition = (
+    Option<String>,
+    Option<std::collections::HashMap<String, String>>,
+    Option<Item>,
+);
+
+fn condition(expected: Expected<'_>) -> Condition {
+    match expected {
+        Expected::Anything => (None, None, None),
+        Expected::Nothing => (
+            Some("attribute_not_exists(#pk)".into()),
+            Some([("#pk".into(), "pk".into())].into()),
+            None,
+        ),
+        Expected::Revision(revision) => (
+            Some("#rev = :expected".into()),
+            Some([("#rev".into(), REVISION.into())].into()),
+            Some([(":expected".into(), AttributeValue::S(revision.into()))].into()),
+        ),
+    }
+}
+
+fn id_of(item: &Item) -> Option<RecordId> {
+    Some(RecordId {
+        partition: string(item, "pk")?.to_owned(),
+        sort: string(item, "sk")?.to_owned(),
+    })
+}
+
 fn string<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     match item.get(name) {
         Some(AttributeValue::S(s)) => Some(s),
@@ -95,14 +125,18 @@ impl Table {
         overflow: Option<&Overflow>,
     ) -> Result<Option<Document>, StoreError> {
         // A reader that finds the object it was pointed to gone lost a race with a writer
-        // that replaced it: the item, read again, points to the new one.
-        for _ in 0..3 {
+        // that replaced it: the item, read again after a pause (consistently the last
+        // time, past a replica that still has the old item), points to the new one.
+        for attempt in 0..3 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+            }
             let out = self
                 .client
                 .get_item()
                 .table_name(&self.name)
                 .set_key(Some(key(&id.partition, &id.sort)))
-                .consistent_read(self.consistent)
+                .consistent_read(self.consistent || attempt == 2)
                 .send()
                 .await
                 .map_err(|e| failed("GetItem", &self.name, e.into_service_error()))?;
@@ -163,8 +197,12 @@ impl Table {
         {
             Ok(out) => out,
             Err(e) => {
+                // Without s3:ListBucket (the API functions have none), S3 answers 403, not
+                // 404, for an object that is gone: both mean "read the item again"; a
+                // lasting refusal ends as an error after the retries.
+                let denied = e.raw_response().is_some_and(|r| r.status().as_u16() == 403);
                 let e = e.into_service_error();
-                if e.is_no_such_key() {
+                if e.is_no_such_key() || denied {
                     return Ok(None);
                 }
                 return Err(StoreError::with_source(
@@ -249,23 +287,26 @@ impl Table {
                     .table_name(&self.name)
                     .set_item(Some(item))
                     .return_values(ReturnValue::AllOld);
-                let put = match expected {
-                    Expected::Anything => put,
-                    Expected::Nothing => put
-                        .condition_expression("attribute_not_exists(#pk)")
-                        .expression_attribute_names("#pk", "pk"),
-                    Expected::Revision(revision) => put
-                        .condition_expression("#rev = :expected")
-                        .expression_attribute_names("#rev", REVISION)
-                        .expression_attribute_values(
-                            ":expected",
-                            AttributeValue::S(revision.into()),
-                        ),
-                };
+                let (condition, names, values) = condition(expected);
+                let put = put
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    );
                 match put.send().await {
                     Ok(out) => out.attributes,
                     Err(e) => {
                         let e = e.into_service_error();
+                        // The SDK retries a write whose answer was lost: if the first try
+                        // landed, the item holds this very revision and the write is done.
+                        if let aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(failed) = &e {
+                            let current = failed.item.as_ref().and_then(|i| string(i, REVISION));
+                            if current == Some(revision.as_str()) {
+                                return Ok(true);
+                            }
+                        }
                         if let (Some(overflow), Some(object)) = (overflow, &written_object) {
                             self.delete_object(overflow, object).await;
                         }
@@ -283,19 +324,11 @@ impl Table {
                     .table_name(&self.name)
                     .set_key(Some(key(&id.partition, &id.sort)))
                     .return_values(ReturnValue::AllOld);
-                let delete = match expected {
-                    Expected::Anything => delete,
-                    Expected::Nothing => delete
-                        .condition_expression("attribute_not_exists(#pk)")
-                        .expression_attribute_names("#pk", "pk"),
-                    Expected::Revision(revision) => delete
-                        .condition_expression("#rev = :expected")
-                        .expression_attribute_names("#rev", REVISION)
-                        .expression_attribute_values(
-                            ":expected",
-                            AttributeValue::S(revision.into()),
-                        ),
-                };
+                let (condition, names, values) = condition(expected);
+                let delete = delete
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values);
                 match delete.send().await {
                     Ok(out) => out.attributes,
                     Err(e) => {
@@ -319,40 +352,73 @@ impl Table {
         Ok(true)
     }
 
-    /// The id of every document item (a Scan of keys only, for a full reindex).
-    pub(crate) async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {
+    /// The id of every document item of one partition (a Query of keys only).
+    pub(crate) async fn document_ids_in(
+        &self,
+        partition: &str,
+    ) -> Result<Vec<RecordId>, StoreError> {
         let mut ids = Vec::new();
         let mut start: Option<Item> = None;
         loop {
             let out = self
                 .client
-                .scan()
+                .query()
                 .table_name(&self.name)
-                .filter_expression("begins_with(#pk, :doc)")
+                .key_condition_expression("#pk = :pk")
                 .projection_expression("#pk, #sk")
                 .expression_attribute_names("#pk", "pk")
                 .expression_attribute_names("#sk", "sk")
-                .expression_attribute_values(
-                    ":doc",
-                    AttributeValue::S(tfreg_core::store::partition::DOCUMENTS.into()),
-                )
-                .consistent_read(true)
+                .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()))
+                .consistent_read(self.consistent)
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| failed("Scan", &self.name, e.into_service_error()))?;
-            for item in out.items.unwrap_or_default() {
-                if let (Some(partition), Some(sort)) = (string(&item, "pk"), string(&item, "sk")) {
-                    ids.push(RecordId {
-                        partition: partition.to_owned(),
-                        sort: sort.to_owned(),
-                    });
-                }
-            }
+                .map_err(|e| failed("Query", &self.name, e.into_service_error()))?;
+            ids.extend(out.items.unwrap_or_default().iter().filter_map(id_of));
             match out.last_evaluated_key {
                 Some(next) if !next.is_empty() => start = Some(next),
                 _ => return Ok(ids),
             }
         }
+    }
+
+    /// A document's revision, read alone.
+    pub(crate) async fn document_revision(
+        &self,
+        id: &RecordId,
+    ) -> Result<Option<String>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .set_key(Some(key(&id.partition, &id.sort)))
+            .projection_expression("#rev")
+            .expression_attribute_names("#rev", REVISION)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| failed("GetItem", &self.name, e.into_service_error()))?;
+        Ok(out
+            .item
+            .as_ref()
+            .and_then(|item| string(item, REVISION))
+            .map(str::to_owned))
+    }
+
+    /// The id of every document item (a Scan of keys only, for a full reindex).
+    pub(crate) async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {
+        let items = self
+            .scan_items(|scan| {
+                scan.filter_expression("begins_with(#pk, :doc)")
+                    .projection_expression("#pk, #sk")
+                    .expression_attribute_names("#pk", "pk")
+                    .expression_attribute_names("#sk", "sk")
+                    .expression_attribute_values(
+                        ":doc",
+                        AttributeValue::S(tfreg_core::store::partition::DOCUMENTS.into()),
+                    )
+            })
+            .await?;
+        Ok(items.iter().filter_map(id_of).collect())
     }
 }

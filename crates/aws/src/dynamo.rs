@@ -170,23 +170,33 @@ impl Table {
     /// partitions. For a full reindex only, never on the request path (a Scan reads the
     /// whole table).
     async fn scan_records(&self) -> Result<Vec<Item>, StoreError> {
+        self.scan_items(|scan| {
+            scan.filter_expression(
+                "#pk <> :tokens AND NOT begins_with(#pk, :grants) AND NOT begins_with(#pk, :doc)",
+            )
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":tokens", AttributeValue::S(TOKENS_PARTITION.into()))
+            .expression_attribute_values(":grants", AttributeValue::S("grants#".into()))
+            .expression_attribute_values(
+                ":doc",
+                AttributeValue::S(tfreg_core::store::partition::DOCUMENTS.into()),
+            )
+        })
+        .await
+    }
+
+    /// Every item a Scan that `filter` shapes returns, page after page (consistent reads).
+    pub(crate) async fn scan_items(
+        &self,
+        filter: impl Fn(
+            aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder,
+        ) -> aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.name)
-                .filter_expression(
-                    "#pk <> :tokens AND NOT begins_with(#pk, :grants) AND NOT begins_with(#pk, :doc)",
-                )
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_values(":tokens", AttributeValue::S(TOKENS_PARTITION.into()))
-                .expression_attribute_values(":grants", AttributeValue::S("grants#".into()))
-                .expression_attribute_values(
-                    ":doc",
-                    AttributeValue::S(tfreg_core::store::partition::DOCUMENTS.into()),
-                )
+            let scan = self.client.scan().table_name(&self.name);
+            let out = filter(scan)
                 .consistent_read(true)
                 .set_exclusive_start_key(start.take())
                 .send()
@@ -402,6 +412,14 @@ impl MetadataStore for DynamoMetadataStore {
 
     async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {
         self.table.document_ids().await
+    }
+
+    async fn document_ids_in(&self, partition: &str) -> Result<Vec<RecordId>, StoreError> {
+        self.table.document_ids_in(partition).await
+    }
+
+    async fn document_revision(&self, id: &RecordId) -> Result<Option<String>, StoreError> {
+        self.table.document_revision(id).await
     }
 
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {

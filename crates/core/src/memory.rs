@@ -183,6 +183,20 @@ impl MetadataStore for MemoryMetadataStore {
         Ok(documents.keys().cloned().collect())
     }
 
+    async fn document_ids_in(&self, partition: &str) -> Result<Vec<RecordId>, StoreError> {
+        let documents = self.documents.read().map_err(|_| poisoned())?;
+        Ok(documents
+            .keys()
+            .filter(|id| id.partition == partition)
+            .cloned()
+            .collect())
+    }
+
+    async fn document_revision(&self, id: &RecordId) -> Result<Option<String>, StoreError> {
+        let documents = self.documents.read().map_err(|_| poisoned())?;
+        Ok(documents.get(id).map(|d| d.revision.clone()))
+    }
+
     fn generation(&self) -> Option<u64> {
         Some(MemoryMetadataStore::generation(self))
     }

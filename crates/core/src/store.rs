@@ -648,6 +648,14 @@ pub trait MetadataStore: Send + Sync {
     /// is published for). Expensive: never on the request path.
     async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError>;
 
+    /// The id of every document of one partition (a provider's release documents): keys
+    /// only, for the indexer.
+    async fn document_ids_in(&self, partition: &str) -> Result<Vec<RecordId>, StoreError>;
+
+    /// A document's revision alone, when the document itself cannot be read (so the
+    /// indexer can replace a corrupt one).
+    async fn document_revision(&self, id: &RecordId) -> Result<Option<String>, StoreError>;
+
     /// Every record in the store (documents are not records), for a full reindex (which must also forget what is no
     /// longer published). Expensive: never on the request path.
     async fn scan(&self) -> Result<Vec<Record>, StoreError>;

@@ -645,6 +645,18 @@ impl tfreg_core::MetadataStore for AfterQuery {
     ) -> Result<Vec<tfreg_core::store::RecordId>, tfreg_core::StoreError> {
         self.inner.document_ids().await
     }
+    async fn document_ids_in(
+        &self,
+        partition: &str,
+    ) -> Result<Vec<tfreg_core::store::RecordId>, tfreg_core::StoreError> {
+        self.inner.document_ids_in(partition).await
+    }
+    async fn document_revision(
+        &self,
+        id: &tfreg_core::store::RecordId,
+    ) -> Result<Option<String>, tfreg_core::StoreError> {
+        self.inner.document_revision(id).await
+    }
     fn generation(&self) -> Option<u64> {
         Some(self.inner.generation())
     }
@@ -1165,4 +1177,72 @@ async fn a_versions_document_made_while_another_writer_replaced_it_is_made_again
         .map(|v| v.version.to_string())
         .collect();
     assert_eq!(versions, ["1.0.0", "2.0.0"]);
+}
+
+#[tokio::test]
+async fn a_reindex_replaces_documents_left_behind_or_damaged() {
+    use tfreg_core::store::{Expected, RecordId};
+    use tfreg_core::MetadataStore;
+    let world = World::new();
+    world
+        .publish_release(&format!("{SUMS}.sig"), "release.asc")
+        .await;
+    let (origin, linux) = (
+        Origin::https(HOSTNAME).unwrap(),
+        Platform::parse("linux", "amd64").unwrap(),
+    );
+    // Given the release document of 1.0.0 copied under 9.9.9 (what a writer that stopped
+    // between its two writes leaves behind), and the versions document damaged,
+    let v9 = Version::parse("9.9.9").unwrap();
+    let release = world
+        .metadata
+        .get_document(&RecordId::provider_release(&widget(), &v1()))
+        .await
+        .unwrap()
+        .unwrap();
+    let left = String::from_utf8(release.body)
+        .unwrap()
+        .replace("\"version\":\"1.0.0\"", "\"version\":\"9.9.9\"");
+    let (orphan, versions) = (
+        RecordId::provider_release(&widget(), &v9),
+        RecordId::provider_versions(&widget()),
+    );
+    let put = |id: RecordId, body: Vec<u8>| {
+        let metadata = world.metadata.clone();
+        async move {
+            metadata
+                .put_document(&id, Some(body), Expected::Anything)
+                .await
+                .unwrap()
+        }
+    };
+    put(orphan.clone(), left.into_bytes()).await;
+    put(versions.clone(), b"{not json".to_vec()).await;
+    let download = |version: Version| {
+        let (world, origin, linux) = (&world, origin.clone(), linux.clone());
+        async move {
+            world
+                .registry
+                .provider_download(&Access::All, &widget(), &version, &linux, &origin)
+                .await
+        }
+    };
+    assert!(
+        download(v9.clone()).await.is_ok(),
+        "the left-behind release is served"
+    );
+    assert!(world
+        .registry
+        .provider_versions(&Access::All, &widget())
+        .await
+        .is_err());
+    // when reindexing, then both are made again from the records.
+    let report = world.indexer.reindex_all(|_, _| {}).await.unwrap();
+    assert_eq!(report.failed, 0);
+    assert!(
+        download(v9).await.is_err(),
+        "the left-behind release is gone"
+    );
+    assert!(download(v1()).await.is_ok());
+    assert_eq!(world.served().await, [BOTH]);
 }

@@ -213,6 +213,14 @@ impl MetadataStore for LocalMetadataStore {
         self.memory.document_ids().await
     }
 
+    async fn document_ids_in(&self, partition: &str) -> Result<Vec<RecordId>, StoreError> {
+        self.memory.document_ids_in(partition).await
+    }
+
+    async fn document_revision(&self, id: &RecordId) -> Result<Option<String>, StoreError> {
+        self.memory.document_revision(id).await
+    }
+
     fn generation(&self) -> Option<u64> {
         Some(self.memory.generation())
     }

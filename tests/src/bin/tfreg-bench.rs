@@ -358,14 +358,7 @@ impl Bench {
         }
         let gpg = Gpg::new();
         gpg.generate("release@example.test", "rsa2048", "never", None);
-        let platforms = [
-            "linux_amd64",
-            "linux_arm64",
-            "darwin_amd64",
-            "darwin_arm64",
-            "windows_amd64",
-            "freebsd_amd64",
-        ];
+        let platforms = tfreg_e2e::scale::PLATFORMS;
         for size in &provider_sizes {
             for v in 0..*size {
                 let version = format!("1.{}.{}", v / 100, v % 100);

@@ -7,11 +7,21 @@
 //! stored one, else starts over. A writer whose records land after another's read thus
 //! either makes that other's write fail, or writes after it from a later read: whoever
 //! writes last wrote from records that include every earlier write. A writer always
-//! writes, even what is there already, so its revision moves on. Release documents are
-//! written before the versions document, inside the same attempt, so they converge the
-//! same way.
+//! writes, even what is there already, so its revision moves on.
+//!
+//! Release documents are written (unconditionally) before the versions document, inside
+//! the same attempt: the attempt whose versions document lands wrote its release documents
+//! from records at least as new as any other's. An attempt that lost wrote release
+//! documents from older records; its next attempt writes the same versions' documents again
+//! (it carries them over), and a whole refresh (a key change, a reindex) also covers every
+//! release document that exists. Only a writer that stops between the two writes (a crash,
+//! a timeout) leaves its release documents behind: the event's retry or a reindex makes
+//! them again.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use futures_util::{StreamExt, TryStreamExt};
 use std::time::{Duration, SystemTime};
 
 use super::{poisoned, Indexer};
@@ -22,12 +32,15 @@ use crate::documents::{
 use crate::layout::Artifact;
 use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
 use crate::providers::{evaluate, next_change, CurrentKeys};
-use crate::registry::modules::served_archives;
+use crate::registry::modules::{module_archives, served_archives};
 use crate::store::{partition, Document, Expected, Record, RecordId, StoreError};
 use crate::version::Version;
 
 /// The sort key prefixes of a provider version's records, before the version.
 const RELEASE_KINDS: [&str; 4] = ["package/", "sums/", "signature/", "manifest/"];
+
+/// How many release documents are written at once.
+const RELEASE_WRITES: usize = 16;
 
 /// How many times a refresh starts over while other writers replace the same document.
 const ATTEMPTS: u32 = 12;
@@ -124,6 +137,13 @@ impl Scope {
     }
 }
 
+/// A versions document as an attempt found it.
+enum Stored {
+    Read(Option<Document>),
+    /// It could not be read; its revision, if it exists.
+    Unreadable(Option<String>),
+}
+
 /// A versions document as read, and what an attempt writes.
 struct Attempt<T> {
     expected: Option<String>,
@@ -173,15 +193,26 @@ impl Indexer {
         scope: &Scope,
     ) -> Result<(), StoreError> {
         let id = subject.versions_id();
+        // The release documents some attempt decided on: later attempts decide on them too,
+        // so a write of an attempt that lost is always undone by the next.
+        let mut decided = BTreeSet::new();
         for attempt in 0..ATTEMPTS {
-            let stored = self.metadata.get_document(&id).await?;
+            let stored = match self.metadata.get_document(&id).await {
+                Ok(stored) => Stored::Read(stored),
+                // Unreadable (a lost or damaged object): replaced whole, at its revision.
+                Err(e) => {
+                    tracing::warn!(error = %crate::store::ErrorChain(&e), "making an unreadable document again");
+                    Stored::Unreadable(self.metadata.document_revision(&id).await?)
+                }
+            };
             let written = match subject {
                 Subject::Module(address) => {
                     let (body, attempt) = self.module_attempt(address, scope, &id, stored).await?;
                     self.replace(&id, body, attempt.expected.as_deref()).await?
                 }
                 Subject::Provider(provider) => {
-                    self.provider_attempt(provider, scope, &id, stored).await?
+                    self.provider_attempt(provider, scope, &id, stored, &mut decided)
+                        .await?
                 }
                 Subject::Mirror(host, provider) => {
                     let (body, attempt) = self
@@ -221,31 +252,30 @@ impl Indexer {
         self.metadata.put_document(id, body, expected).await
     }
 
-    fn read<T: serde::de::DeserializeOwned + Default>(
-        id: &RecordId,
-        stored: Option<Document>,
-    ) -> Attempt<T> {
+    fn read<T: serde::de::DeserializeOwned + Default>(id: &RecordId, stored: Stored) -> Attempt<T> {
+        let corrupt = |expected| Attempt {
+            expected,
+            document: T::default(),
+            corrupt: true,
+        };
         match stored {
-            None => Attempt {
+            Stored::Read(None) => Attempt {
                 expected: None,
                 document: T::default(),
                 corrupt: false,
             },
-            Some(stored) => match decode(id, &stored.body) {
+            Stored::Read(Some(stored)) => match decode(id, &stored.body) {
                 Ok(document) => Attempt {
                     expected: Some(stored.revision),
                     document,
                     corrupt: false,
                 },
                 Err(e) => {
-                    tracing::warn!(error = %e, "making a corrupt document again");
-                    Attempt {
-                        expected: Some(stored.revision),
-                        document: T::default(),
-                        corrupt: true,
-                    }
+                    tracing::warn!(error = %crate::store::ErrorChain(&e), "making a corrupt document again");
+                    corrupt(Some(stored.revision))
                 }
             },
+            Stored::Unreadable(revision) => corrupt(revision),
         }
     }
 
@@ -292,34 +322,22 @@ impl Indexer {
         address: &ModuleAddress,
         scope: &Scope,
         id: &RecordId,
-        stored: Option<Document>,
+        stored: Stored,
     ) -> Result<(Option<Vec<u8>>, Attempt<ModuleVersionsDoc>), StoreError> {
         let mut attempt: Attempt<ModuleVersionsDoc> = Self::read(id, stored);
         let scope = if attempt.corrupt { &Scope::All } else { scope };
-        let archives = self
+        let records = self
             .records_of(&partition::module(address), scope, &[""])
-            .await?
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::ModuleArchive(a) => Some(a),
-                _ => None,
-            })
-            .collect();
-        let served = served_archives(archives);
-        let versions = &mut attempt.document.versions;
-        match scope {
-            Scope::All => versions.clear(),
-            Scope::Versions(scope) => versions.retain(|v, _| !scope.contains(v)),
-        }
-        versions.extend(
+            .await?;
+        let served = served_archives(module_archives(records));
+        replace_in_scope(
+            &mut attempt.document.versions,
+            scope,
             served
                 .iter()
                 .map(|(v, archive)| (v.clone(), ModuleVersionEntry::of(archive))),
         );
-        let body = match versions.is_empty() {
-            true => None,
-            false => Some(encode(&attempt.document)?),
-        };
+        let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
         Ok((body, attempt))
     }
 
@@ -329,7 +347,7 @@ impl Indexer {
         provider: &ProviderAddress,
         scope: &Scope,
         id: &RecordId,
-        stored: Option<Document>,
+        stored: Stored,
     ) -> Result<(Option<Vec<u8>>, Attempt<MirrorVersionsDoc>), StoreError> {
         let mut attempt: Attempt<MirrorVersionsDoc> = Self::read(id, stored);
         let scope = if attempt.corrupt { &Scope::All } else { scope };
@@ -342,32 +360,28 @@ impl Indexer {
                 found.entry(p.version).or_default().insert(p.platform);
             }
         }
-        let versions = &mut attempt.document.versions;
-        match scope {
-            Scope::All => versions.clear(),
-            Scope::Versions(scope) => versions.retain(|v, _| !scope.contains(v)),
-        }
-        versions.extend(
+        replace_in_scope(
+            &mut attempt.document.versions,
+            scope,
             found
                 .into_iter()
                 .map(|(v, platforms)| (v, platforms.into_iter().collect())),
         );
-        let body = match versions.is_empty() {
-            true => None,
-            false => Some(encode(&attempt.document)?),
-        };
+        let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
         Ok((body, attempt))
     }
 
     /// One attempt at a provider's documents: the releases of `scope`'s versions judged
     /// against the namespace's keys now, each served one written as its release document
     /// (the others' deleted), then the versions document. `false`: it was replaced meanwhile.
+    /// `decided` carries the versions earlier attempts wrote release documents of.
     async fn provider_attempt(
         &self,
         provider: &ProviderAddress,
         scope: &Scope,
         id: &RecordId,
-        stored: Option<Document>,
+        stored: Stored,
+        decided: &mut BTreeSet<Version>,
     ) -> Result<bool, StoreError> {
         let mut attempt: Attempt<ProviderVersionsDoc> = Self::read(id, stored);
         let scope = if attempt.corrupt { &Scope::All } else { scope };
@@ -384,60 +398,72 @@ impl Indexer {
         let mut served: BTreeMap<Version, ReleaseDoc> = BTreeMap::new();
         for (_, release) in evaluate(&records, &keys, now) {
             let Some(release) = release else { continue };
-            let own: Vec<Record> = records
+            // Served until the chosen signature, or the key that made it, expires.
+            let chosen: Vec<Record> = records
                 .iter()
-                .filter(|r| matches!(r, Record::Signature(s) if s.version == release.version))
+                .filter(|r| matches!(r, Record::Signature(s) if s.key == release.signature_key))
                 .cloned()
                 .collect();
-            let until = next_change(&own, now);
+            let until = next_change(&chosen, now);
             served.insert(release.version.clone(), ReleaseDoc { release, until });
         }
-        // What this attempt decides on: the versions in scope, and for a whole refresh
-        // every version the document listed too (their release documents go).
-        let decided: BTreeSet<Version> = match scope {
-            Scope::Versions(versions) => versions.clone(),
-            Scope::All => attempt
-                .document
-                .versions
-                .keys()
-                .chain(served.keys())
-                .cloned()
-                .collect(),
-        };
-        for version in &decided {
-            let release_id = RecordId::provider_release(provider, version);
-            let body = served.get(version).map(encode).transpose()?;
-            self.metadata
-                .put_document(&release_id, body, Expected::Anything)
-                .await?;
+        // What this attempt decides on: the versions in scope; for a whole refresh, every
+        // version the document lists or a release document exists for, too (theirs go).
+        match scope {
+            Scope::Versions(versions) => decided.extend(versions.iter().cloned()),
+            Scope::All => {
+                decided.extend(attempt.document.versions.keys().cloned());
+                decided.extend(served.keys().cloned());
+                let documents = self.metadata.document_ids_in(&id.partition).await?;
+                decided.extend(documents.iter().filter_map(|d| {
+                    let version = d.sort.strip_prefix(crate::store::RELEASE_PREFIX)?;
+                    Version::parse(version).ok()
+                }));
+            }
         }
-        let versions = &mut attempt.document.versions;
-        versions.retain(|v, _| !decided.contains(v));
-        versions.extend(
+        let mut writes = Vec::with_capacity(decided.len());
+        for version in decided.iter() {
+            let body = served.get(version).map(encode).transpose()?;
+            writes.push((RecordId::provider_release(provider, version), body));
+        }
+        // Side by side: a provider of a thousand versions is written in a few round trips'
+        // time, which keeps the window for other writers short.
+        let metadata = Arc::clone(&self.metadata);
+        futures_util::stream::iter(writes)
+            .map(move |(release_id, body)| {
+                let metadata = Arc::clone(&metadata);
+                async move {
+                    metadata
+                        .put_document(&release_id, body, Expected::Anything)
+                        .await
+                }
+            })
+            .buffer_unordered(RELEASE_WRITES)
+            .try_collect::<Vec<bool>>()
+            .await?;
+        replace_in_scope(
+            &mut attempt.document.versions,
+            &Scope::Versions(decided.clone()),
             served
                 .iter()
                 .map(|(v, release)| (v.clone(), ProviderVersionEntry::of(release))),
         );
-        let body = match versions.is_empty() {
-            true => None,
-            false => Some(encode(&attempt.document)?),
-        };
+        let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
         self.replace(id, body, attempt.expected.as_deref()).await
     }
 
     /// Makes every document again from the records, and deletes documents of nothing: what
-    /// a reindex ends with (events may have been lost, documents left behind).
+    /// a reindex ends with (events may have been lost, documents left behind). Every
+    /// subject that has records or documents is made again whole, release documents
+    /// included, each under its versions document's revision.
     pub(super) async fn rebuild_documents(&self, records: &[Record]) -> Result<(), StoreError> {
         let mut subjects: BTreeSet<Subject> =
             records.iter().filter_map(Subject::of_record).collect();
-        let ids = self.metadata.document_ids().await?;
-        let mut releases: Vec<RecordId> = Vec::new();
-        for id in ids {
+        for id in self.metadata.document_ids().await? {
             match subject_of_document(&id) {
-                Some(subject) if id.sort == "versions" => {
+                Some(subject) => {
                     subjects.insert(subject);
                 }
-                Some(_) => releases.push(id),
                 None => {
                     tracing::info!(
                         partition = id.partition,
@@ -453,30 +479,28 @@ impl Indexer {
         for subject in &subjects {
             self.refresh_now(subject, &Scope::All).await?;
         }
-        // Release documents of versions no versions document lists any more.
-        for id in releases {
-            let listed = match subject_of_document(&id) {
-                Some(subject @ Subject::Provider(_)) => {
-                    let versions = self.metadata.get_document(&subject.versions_id()).await?;
-                    let version = id.sort.strip_prefix(crate::store::RELEASE_PREFIX);
-                    match (versions, version.and_then(|v| Version::parse(v).ok())) {
-                        (Some(doc), Some(version)) => {
-                            decode::<ProviderVersionsDoc>(&subject.versions_id(), &doc.body)
-                                .map(|d| d.versions.contains_key(&version))
-                                .unwrap_or(false)
-                        }
-                        _ => false,
-                    }
-                }
-                _ => false,
-            };
-            if !listed {
-                self.metadata
-                    .put_document(&id, None, Expected::Anything)
-                    .await?;
-            }
-        }
         Ok(())
+    }
+}
+
+/// Replaces the entries of `scope`'s versions (every entry, for all) with `found`.
+fn replace_in_scope<T>(
+    versions: &mut BTreeMap<Version, T>,
+    scope: &Scope,
+    found: impl IntoIterator<Item = (Version, T)>,
+) {
+    match scope {
+        Scope::All => versions.clear(),
+        Scope::Versions(scope) => versions.retain(|v, _| !scope.contains(v)),
+    }
+    versions.extend(found);
+}
+
+/// A versions document's bytes; none when it lists nothing (the document goes).
+fn body_of<T: serde::Serialize>(document: &T, empty: bool) -> Result<Option<Vec<u8>>, StoreError> {
+    match empty {
+        true => Ok(None),
+        false => encode(document).map(Some),
     }
 }
 

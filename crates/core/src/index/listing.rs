@@ -6,8 +6,8 @@
 use super::Indexer;
 use crate::documents::{decode, ModuleVersionsDoc};
 use crate::names::ModuleAddress;
-use crate::registry::modules::{latest_release, summary_of};
-use crate::store::{partition, Record, RecordId, StoreError};
+use crate::registry::modules::{latest_release, summary_of, version_archives};
+use crate::store::{Record, RecordId, StoreError};
 
 /// How often a summary is recomputed when other versions' writes land meanwhile.
 const ATTEMPTS: usize = 3;
@@ -59,16 +59,7 @@ impl Indexer {
         else {
             return Ok(None);
         };
-        let archives = self
-            .metadata
-            .query_prefix(&partition::module(address), &format!("{version}/"))
-            .await?
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::ModuleArchive(a) => Some(a),
-                _ => None,
-            })
-            .collect();
+        let archives = version_archives(self.metadata.as_ref(), address, version).await?;
         Ok(summary_of(archives))
     }
 }

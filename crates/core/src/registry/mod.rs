@@ -192,16 +192,7 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(absent());
         }
-        let archives = self
-            .metadata
-            .query_prefix(&partition::module(address), &format!("{version}/"))
-            .await?
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::ModuleArchive(a) => Some(a),
-                _ => None,
-            })
-            .collect();
+        let archives = modules::version_archives(self.metadata.as_ref(), address, version).await?;
         modules::served_archives(archives)
             .remove(version)
             .ok_or_else(absent)

@@ -39,6 +39,29 @@ pub fn served_archives(archives: Vec<ModuleArchive>) -> BTreeMap<Version, Module
     served
 }
 
+/// The module archives among `records`.
+pub fn module_archives(records: Vec<Record>) -> Vec<ModuleArchive> {
+    records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::ModuleArchive(a) => Some(a),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The archives recorded for one version of a module: a key condition on the version.
+pub(crate) async fn version_archives(
+    metadata: &dyn crate::store::MetadataStore,
+    address: &ModuleAddress,
+    version: &Version,
+) -> Result<Vec<ModuleArchive>, StoreError> {
+    let records = metadata
+        .query_prefix(&partition::module(address), &format!("{version}/"))
+        .await?;
+    Ok(module_archives(records))
+}
+
 /// What listings show of a module: its latest release, or its highest prerelease when it
 /// has only prereleases (listings show every module). `None` when nothing is published.
 pub fn summary_of(archives: Vec<ModuleArchive>) -> Option<ModuleSummary> {
