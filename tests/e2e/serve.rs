@@ -134,6 +134,11 @@ fn a_restart_indexes_only_what_changed_while_it_was_down() {
             &module(version),
         );
     }
+    tfreg_e2e::publish(
+        data.path(),
+        "modules/acme/other/aws/1.0.0.tar.gz",
+        &module("1.0.0"),
+    );
     // Given a server that indexed two versions, and saved its index,
     let mut server = Server::start(data.path(), &[]);
     assert_eq!(
@@ -145,6 +150,9 @@ fn a_restart_indexes_only_what_changed_while_it_was_down() {
         tfreg_e2e::wait_until(Duration::from_secs(10), || saved.exists()),
         "no saved index"
     );
+    // (with the documents requests read, so a restart need not make them again),
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("doc/module/acme/other/aws"), "{text}");
     assert!(server.terminate(Duration::from_secs(10)));
     // when a version is deleted and another added while it is down,
     std::fs::remove_file(data.path().join("modules/acme/network/aws/2.0.0.tar.gz")).unwrap();
@@ -159,6 +167,7 @@ fn a_restart_indexes_only_what_changed_while_it_was_down() {
         server.module_versions("acme/network/aws"),
         ["1.0.0", "3.0.0"]
     );
+    assert_eq!(server.module_versions("acme/other/aws"), ["1.0.0"]);
     assert!(
         server.log().contains("restored the saved index"),
         "{}",

@@ -231,9 +231,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                         files = restored.files.len(),
                         "restored the saved index; indexing only what changed since"
                     );
+                    let made_again = restored.documents.is_empty() && !restored.records.is_empty();
                     metadata.restore(restored.records).await?;
-                    // Documents are not saved: made again from the restored records.
-                    indexer.rebuild_all_documents().await?;
+                    metadata.restore_documents(restored.documents).await?;
+                    // A saved index from before documents: they are made from its records.
+                    if made_again {
+                        indexer.rebuild_all_documents().await?;
+                    }
                     restored.files
                 }
                 None => Default::default(),

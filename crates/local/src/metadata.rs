@@ -45,6 +45,30 @@ impl LocalMetadataStore {
         Ok(())
     }
 
+    /// Puts back the documents of a saved index, made from the records it restored.
+    pub async fn restore_documents(
+        &self,
+        documents: Vec<(RecordId, Vec<u8>)>,
+    ) -> Result<(), StoreError> {
+        for (id, body) in documents {
+            self.memory
+                .put_document(&id, Some(body), Expected::Anything)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Every document with its body, for saving the index.
+    pub async fn documents(&self) -> Result<Vec<(RecordId, Vec<u8>)>, StoreError> {
+        let mut documents = Vec::new();
+        for id in self.memory.document_ids().await? {
+            if let Some(document) = self.memory.get_document(&id).await? {
+                documents.push((id, document.body));
+            }
+        }
+        Ok(documents)
+    }
+
     /// Opens the index of the data directory `data`, loading its pins. A pin file that
     /// cannot be read stops the start with its path: without it, the registry could serve
     /// different bytes for a published version.

@@ -1,9 +1,12 @@
 //! The local index, saved so a restart need not rebuild it: `DATA/.tfreg/index.json` holds
-//! the index's records (pins have files of their own) and what the watcher last knew of each
-//! file (size and revision). It is written whenever the watcher has been idle for a moment
-//! after a change, atomically and owner-only.
+//! the index's records (pins have files of their own), the documents made from them (what
+//! requests read), and what the watcher last knew of each file (size and revision). It is
+//! written whenever the watcher has been idle for a moment after a change (every document
+//! made by then), atomically and owner-only.
 //!
-//! At the next start the records are loaded and the watcher starts from those files: its
+//! At the next start the records and documents are loaded (a snapshot without documents,
+//! from an earlier tfreg, has them made from its records) and the watcher starts from those
+//! files: its
 //! first scan lists the data directory (one `stat` per file) and indexes only the files
 //! that changed, appeared or disappeared meanwhile. A file's revision changes with any
 //! rewrite, so nothing changed goes unnoticed; nothing unchanged is hashed again.
@@ -16,7 +19,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tfreg_core::store::{ObjectMeta, Record};
+use tfreg_core::store::{ObjectMeta, Record, RecordId};
 use tfreg_core::StoreError;
 
 use crate::fs_store::STATE_DIR_NAME;
@@ -36,13 +39,27 @@ struct SnapshotFile {
     format: u32,
     tfreg: String,
     records: Vec<Record>,
+    /// The documents made from the records (none in a snapshot from before them: they
+    /// are made again at restore).
+    #[serde(default)]
+    documents: Vec<SavedDocument>,
     /// Key → (size, revision), as the watcher last indexed it.
     files: BTreeMap<String, (u64, String)>,
+}
+
+/// A document as saved: its id and its JSON.
+#[derive(Serialize, Deserialize)]
+struct SavedDocument {
+    partition: String,
+    sort: String,
+    body: String,
 }
 
 /// What a snapshot restores.
 pub struct Restored {
     pub records: Vec<Record>,
+    /// The documents made from them, saved with them; empty when the snapshot has none.
+    pub documents: Vec<(RecordId, Vec<u8>)>,
     pub files: HashMap<String, ObjectMeta>,
 }
 
@@ -95,18 +112,44 @@ impl Snapshot {
             .into_iter()
             .map(|(key, (size, revision))| (key, ObjectMeta { size, revision }))
             .collect();
+        let documents = snapshot
+            .documents
+            .into_iter()
+            .map(|d| {
+                let id = RecordId {
+                    partition: d.partition,
+                    sort: d.sort,
+                };
+                (id, d.body.into_bytes())
+            })
+            .collect();
         Some(Restored {
             records: snapshot.records,
+            documents,
             files,
         })
     }
 
-    /// Saves `records` (pins left out) and `files`, replacing the previous snapshot at once.
+    /// Saves `records` (pins left out), the `documents` made from them, and `files`,
+    /// replacing the previous snapshot at once.
     pub fn save(
         &self,
         records: Vec<Record>,
+        documents: Vec<(RecordId, Vec<u8>)>,
         files: &HashMap<String, ObjectMeta>,
     ) -> Result<(), StoreError> {
+        let documents = documents
+            .into_iter()
+            .map(|(id, body)| {
+                let body = String::from_utf8(body)
+                    .map_err(|e| StoreError::with_source("a document is not UTF-8 JSON", e))?;
+                Ok(SavedDocument {
+                    partition: id.partition,
+                    sort: id.sort,
+                    body,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
         let snapshot = SnapshotFile {
             format: FORMAT,
             tfreg: env!("CARGO_PKG_VERSION").to_owned(),
@@ -114,6 +157,7 @@ impl Snapshot {
                 .into_iter()
                 .filter(|r| !matches!(r, Record::Pin(_)))
                 .collect(),
+            documents,
             files: files
                 .iter()
                 .map(|(k, m)| (k.clone(), (m.size, m.revision.clone())))
@@ -162,9 +206,16 @@ mod tests {
                 revision: "r1".into(),
             },
         )]);
-        snapshot.save(vec![record.clone()], &files).unwrap();
+        let document = (
+            RecordId::module_versions(&tfreg_core::ModuleAddress::parse("a", "b", "c").unwrap()),
+            br#"{"versions":{}}"#.to_vec(),
+        );
+        snapshot
+            .save(vec![record.clone()], vec![document.clone()], &files)
+            .unwrap();
         let restored = snapshot.load().unwrap();
         assert_eq!(restored.records, [record]);
+        assert_eq!(restored.documents, [document]);
         assert_eq!(restored.files, files);
         // Another version's, or a damaged one, is not used.
         let path = data.path().join(STATE_DIR_NAME).join(SNAPSHOT_FILE);

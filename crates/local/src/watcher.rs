@@ -347,16 +347,26 @@ impl Sync {
         if !idle || !due {
             return;
         }
+        // The documents saved must be those of the records saved: none may wait.
+        if let Err(e) = self.indexer.flush_documents().await {
+            return tracing::warn!(error = %e, "could not save the index");
+        }
         self.changed_at = None;
         self.saved_once = true;
-        let records = match tfreg_core::MetadataStore::scan(metadata.as_ref()).await {
-            Ok(records) => records,
+        let saved = async {
+            let records = tfreg_core::MetadataStore::scan(metadata.as_ref()).await?;
+            let documents = metadata.documents().await?;
+            Ok::<_, StoreError>((records, documents))
+        };
+        let (records, documents) = match saved.await {
+            Ok(saved) => saved,
             Err(e) => return tracing::warn!(error = %e, "could not save the index"),
         };
         let mut files = self.known.clone();
         files.retain(|k, _| !self.failed.contains(k));
         let snapshot = snapshot.clone();
-        let saved = tokio::task::spawn_blocking(move || snapshot.save(records, &files)).await;
+        let saved =
+            tokio::task::spawn_blocking(move || snapshot.save(records, documents, &files)).await;
         match saved {
             Ok(Ok(())) => tracing::debug!("saved the index"),
             Ok(Err(e)) => {
