@@ -336,11 +336,11 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
     ] {
         aws.upload(&key, content).await;
     }
-    // A sign-in in progress shares the table (and lingers past its expiry until DynamoDB's
+    // An authorization code shares the table (and lingers past its expiry until DynamoDB's
     // time to live purges it): a reindex reads past it.
     use tfreg_core::identity::grants::{GrantKind, GrantStore};
     tfreg_aws::DynamoGrantStore::new(aws.dynamodb.clone(), TABLE)
-        .put(GrantKind::Login, &"ab".repeat(32), "{}".into(), 1)
+        .put(GrantKind::Code, &"ab".repeat(32), "{}".into(), 1)
         .await
         .unwrap();
     let env = moto.env();
@@ -677,14 +677,14 @@ async fn sign_in_records_are_taken_once_from_the_table_and_expire() {
     assert!(matches!(error, GrantError::Expired(_)), "{error}");
     // Only a hash of the code is stored, with the table's time to live set.
     store
-        .put(GrantKind::Login, &"a".repeat(64), "{}".into(), 42)
+        .put(GrantKind::Code, &"a".repeat(64), "{}".into(), 42)
         .await
         .unwrap();
     let item = aws
         .dynamodb
         .get_item()
         .table_name(TABLE)
-        .key("pk", AttributeValue::S("grants#login".into()))
+        .key("pk", AttributeValue::S("grants#code".into()))
         .key("sk", AttributeValue::S("a".repeat(64)))
         .send()
         .await

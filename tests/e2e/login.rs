@@ -23,7 +23,7 @@ use tfreg_e2e::{
 
 /// Where the registry answers: a local server or the deployed stack.
 #[derive(Clone, Copy)]
-struct At<'a> {
+pub(crate) struct At<'a> {
     /// `127.0.0.1:PORT`
     addr: &'a str,
     /// `https://127.0.0.1:PORT`
@@ -53,11 +53,11 @@ impl<'a> From<&'a Stack> for At<'a> {
 
 const CLIENT_ID: &str = "tfreg-registry";
 const CLIENT_SECRET: &str = "the-registry-client-secret";
-const CI_AUDIENCE: &str = "https://registry.example.test";
+pub(crate) const CI_AUDIENCE: &str = "https://registry.example.test";
 
 /// The identity document: people of `network-team` read `network`; CI jobs of
 /// acme/infra's main branch read `network` too (through `ci`'s issuers).
-fn identity(people: &OidcProvider, ci: &[&OidcProvider]) -> String {
+pub(crate) fn identity(people: &OidcProvider, ci: &[&OidcProvider]) -> String {
     let rules: Vec<Value> = ci
         .iter()
         .enumerate()
@@ -86,7 +86,17 @@ fn identity(people: &OidcProvider, ci: &[&OidcProvider]) -> String {
 
 /// A private registry with `network/vpc/aws` and `secret/db/aws`, signing people in with
 /// `people` and exchanging the ID tokens of `ci`.
-fn registry(data: &Path, people: &OidcProvider, ci: &[&OidcProvider]) -> Server {
+pub(crate) fn registry(data: &Path, people: &OidcProvider, ci: &[&OidcProvider]) -> Server {
+    registry_with(data, people, ci, &[])
+}
+
+/// [`registry`], with more flags for `tfreg serve`.
+pub(crate) fn registry_with(
+    data: &Path,
+    people: &OidcProvider,
+    ci: &[&OidcProvider],
+    extra: &[&str],
+) -> Server {
     for module in ["network/vpc/aws", "secret/db/aws"] {
         publish(
             data,
@@ -96,9 +106,11 @@ fn registry(data: &Path, people: &OidcProvider, ci: &[&OidcProvider]) -> Server 
     }
     let document = data.join("identity.json");
     std::fs::write(&document, identity(people, ci)).unwrap();
+    let mut args = vec!["--identity", document.to_str().unwrap()];
+    args.extend_from_slice(extra);
     let server = Server::start_with_env(
         data,
-        &["--identity", document.to_str().unwrap()],
+        &args,
         &[("TFREG_OIDC_CLIENT_SECRET", CLIENT_SECRET.to_owned())],
     );
     let reader = server.create_token(&["--description", "test reader"]);
@@ -116,7 +128,7 @@ fn registry(data: &Path, people: &OidcProvider, ci: &[&OidcProvider]) -> Server 
     server
 }
 
-fn location(response: &reqwest::blocking::Response) -> String {
+pub(crate) fn location(response: &reqwest::blocking::Response) -> String {
     assert!(
         response.status().is_redirection(),
         "expected a redirect, got {}",
@@ -125,7 +137,7 @@ fn location(response: &reqwest::blocking::Response) -> String {
     response.headers()["location"].to_str().unwrap().to_owned()
 }
 
-fn query_value(url: &str, name: &str) -> Option<String> {
+pub(crate) fn query_value(url: &str, name: &str) -> Option<String> {
     reqwest::Url::parse(url)
         .unwrap()
         .query_pairs()
@@ -149,7 +161,12 @@ fn terraform_only_path() -> (TempDir, PathBuf) {
 
 /// Runs `terraform login HOST` with `home` as its home, plays the browser (signing in at the
 /// provider as `sub`), and returns whether it succeeded, and its output.
-fn terraform_login(server: At, provider: &OidcProvider, sub: &str, home: &Path) -> (bool, String) {
+pub(crate) fn terraform_login(
+    server: At,
+    provider: &OidcProvider,
+    sub: &str,
+    home: &Path,
+) -> (bool, String) {
     tfreg_e2e::require_terraform();
     let (_bin, path) = terraform_only_path();
     // Where Terraform keeps credentials (it does not create the folder itself).
@@ -219,12 +236,12 @@ fn terraform_login(server: At, provider: &OidcProvider, sub: &str, home: &Path) 
 
 /// Runs Terraform as the person who ran `terraform login` with `home`: its credentials file
 /// is read only when no `TF_CLI_CONFIG_FILE` overrides the configuration.
-fn signed_in(terraform: &mut Terraform, home: &Path) {
+pub(crate) fn signed_in(terraform: &mut Terraform, home: &Path) {
     terraform.set_env("HOME", home.to_str().unwrap());
     terraform.set_env("TF_CLI_CONFIG_FILE", "");
 }
 
-fn module_config(server: At, module: &str) -> String {
+pub(crate) fn module_config(server: At, module: &str) -> String {
     format!(
         "module \"m\" {{\n  source  = \"{}/{module}\"\n  version = \"1.0.0\"\n}}\n",
         server.addr
@@ -335,7 +352,7 @@ fn terraform_login_issues_a_token_scoped_by_the_persons_groups() {
 }
 
 /// A provider where Alice is in `network-team`, and a registry signing people in with it.
-fn alices_registry() -> (OidcProvider, TempDir, Server) {
+pub(crate) fn alices_registry() -> (OidcProvider, TempDir, Server) {
     let provider = OidcProvider::start();
     provider.set_user(
         "alice@example.com",
@@ -450,7 +467,7 @@ fn codes_are_single_use_short_lived_and_bound_to_their_pkce_verifier() {
 }
 
 /// Exchanges an ID token at the registry as a CI job does.
-fn exchange(server: At, id_token: &str) -> (u16, Value) {
+pub(crate) fn exchange(server: At, id_token: &str) -> (u16, Value) {
     let response = client_trusting(server.cert)
         .post(format!("{}/oauth/token", server.url))
         .form(&[

@@ -18,5 +18,6 @@ mod read_api;
 mod readme;
 mod request_cost;
 mod serve;
+mod sign_in_attacks;
 mod stack;
 mod web;

@@ -250,8 +250,8 @@ def token_update_problems(statement):
     return problems
 
 
-LOGIN_PUT_PARTITIONS = {TOKENS_PARTITION, "grants#login", "grants#code"}
-LOGIN_DELETE_PARTITIONS = {"grants#login", "grants#code"}
+LOGIN_PUT_PARTITIONS = {TOKENS_PARTITION, "grants#code"}
+LOGIN_DELETE_PARTITIONS = {"grants#code"}
 
 
 def login_write_problems(statement, action):

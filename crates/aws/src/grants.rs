@@ -1,4 +1,4 @@
-//! One-time sign-in records on the table: partition `grants#login` or `grants#code`, sort
+//! One-time sign-in records on the table: partition `grants#code` (authorization codes), sort
 //! key the record's id. Taking one is a single `DeleteItem` returning the old item, so of
 //! concurrent takes exactly one gets it; the table's time to live removes what nobody took.
 

@@ -201,7 +201,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 &args.web,
                 &signer,
             );
-            let state = login(state, &args.identity, secret, issuing, aws.grants);
+            let state = login(
+                state,
+                &args.identity,
+                secret,
+                issuing,
+                aws.grants,
+                public_origin(&args),
+            );
             let app = tfreg_http::router(state);
             (app, None, None)
         }
@@ -326,7 +333,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             );
             let grants = Arc::new(tfreg_local::FileGrantStore::new(state_dir.path()));
             let secret = args.identity.oidc_client_secret.clone();
-            let state = login(state, &args.identity, secret, file_tokens, grants);
+            let state = login(
+                state,
+                &args.identity,
+                secret,
+                file_tokens,
+                grants,
+                public_origin(&args),
+            );
             let app = tfreg_http::router(state);
             (app, Some(watcher), Some(snapshots))
         }
@@ -542,14 +556,22 @@ fn print_banner(b: &Banner<'_>) {
     let _ = std::io::stdout().flush();
 }
 
+/// The registry's own origin when `--hostname` names it: what the identity provider is
+/// told to send people back to, whatever a request's `Host` says.
+fn public_origin(args: &ServeArgs) -> Option<tfreg_core::Origin> {
+    args.hostname.as_deref().and_then(tfreg_core::Origin::https)
+}
+
 /// Signing in and CI exchange, when an identity document is given: tokens issued into
-/// `tokens`, one-time records in `grants`, web sessions signed as the pages' are.
+/// `tokens`, one-time records in `grants`, web sessions signed as the pages' are, and
+/// sign-ins sealed with a key derived from the same secret.
 fn login(
     state: AppState,
     settings: &IdentitySettings,
     client_secret: Option<String>,
     tokens: Arc<dyn TokenStore>,
     grants: Arc<dyn tfreg_core::identity::GrantStore>,
+    public_origin: Option<tfreg_core::Origin>,
 ) -> AppState {
     let Some(identity) = settings.config() else {
         return state;
@@ -575,6 +597,7 @@ fn login(
         oidc: Arc::new(tfreg_http::login::Oidc::new()),
         sessions: state.sessions.clone(),
         session_lifetime: state.web.session_lifetime,
+        public_origin,
     };
     state.with_login(login)
 }

@@ -10,6 +10,7 @@ pub mod logging;
 pub mod login;
 pub mod middleware;
 pub mod routes;
+pub mod security;
 pub mod web;
 
 use std::sync::Arc;
@@ -205,11 +206,13 @@ pub fn family(routes: Router) -> Router {
     finish(routes)
 }
 
-/// What every answer shares: JSON 404 and 405, and the access log.
+/// What every answer shares: JSON 404 and 405, the browsers' security headers, and the
+/// access log.
 fn finish(routes: Router) -> Router {
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(security::headers))
         .layer(axum::middleware::from_fn(middleware::access_log))
 }
 

@@ -35,8 +35,9 @@ fn app(identity: Option<&str>) -> Router {
             tokens,
             grants: Grants::new(Arc::new(MemoryGrantStore::default())),
             oidc: Arc::new(Oidc::new()),
-            sessions: None,
+            sessions: Some(tfreg_http::web::SessionKey::new([9; 32])),
             session_lifetime: Duration::from_secs(3600),
+            public_origin: None,
         }),
         None => state,
     };
@@ -153,5 +154,5 @@ async fn terraforms_authorization_request_is_checked_before_the_provider_is_aske
     // A callback nobody started.
     let (status, page) = get(&app, "/oauth/callback?code=c&state=unknown").await;
     assert_eq!(status, 400);
-    assert!(page.contains("unknown or has been used already"), "{page}");
+    assert!(page.contains("the sign-in is unknown"), "{page}");
 }

@@ -176,6 +176,9 @@ pub async fn login_state(
         .as_ref()
         .map(|d| d.config.as_ref().clone())
         .unwrap_or_default();
+    if identity.sign_in.is_some() && config.session_secret.is_none() {
+        tracing::warn!("people cannot sign in: TFREG_SESSION_SECRET is empty, and sign-ins in progress are sealed with it (CI exchanges still work)");
+    }
     if let Some(sign_in) = identity.sign_in.as_mut() {
         sign_in.client_secret = match &config.oidc_client_secret_arn {
             Some(arn) => Some(aws.secret_string(arn).await?),
@@ -192,6 +195,10 @@ pub async fn login_state(
             .as_deref()
             .map(tfreg_http::web::SessionKey::from_secret),
         session_lifetime: config.web.session_lifetime,
+        public_origin: config
+            .hostname
+            .as_ref()
+            .and_then(|hostname| tfreg_core::Origin::https(hostname.as_str())),
     })
 }
 

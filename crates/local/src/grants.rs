@@ -1,6 +1,6 @@
 //! One-time sign-in records of the local shape, one file each under `DATA/.tfreg/grants/`
-//! (owner-only): `login/<id>.json` for sign-ins in progress, `code/<id>.json` for
-//! authorization codes. Taking a record renames it first, so of two concurrent takes
+//! (owner-only): `code/<id>.json` for authorization codes (sign-ins in progress store
+//! nothing: they are sealed into their `state`). Taking a record renames it first, so of two concurrent takes
 //! (even from two processes) exactly one gets it. Expired records are swept when new ones
 //! are written (at most once a minute), and new ones are refused past [`MAX_RECORDS`] live
 //! ones, so requests nobody finishes cannot fill the disk.
@@ -56,6 +56,9 @@ fn valid_id(id: &str) -> bool {
 impl FileGrantStore {
     /// The grants of the state folder `state_dir` (`DATA/.tfreg`).
     pub fn new(state_dir: &Path) -> Self {
+        // Sign-ins in progress were kept here before they were sealed into their `state`:
+        // whatever an older version left is of no use (and may be many files).
+        let _ = fs::remove_dir_all(state_dir.join("grants").join("login"));
         Self {
             inner: Arc::new(Inner {
                 dir: state_dir.join("grants"),
@@ -252,19 +255,15 @@ mod tests {
             got += usize::from(taker.await.unwrap().is_some());
         }
         assert_eq!(got, 1);
-        // Kinds are apart; bad ids never touch the disk.
-        store
-            .put(GrantKind::Login, &id, "{}".into(), far)
-            .await
-            .unwrap();
+        // Bad ids never touch the disk.
         assert!(store.take(GrantKind::Code, &id).await.unwrap().is_none());
         assert!(store
-            .take(GrantKind::Login, "../../etc/passwd")
+            .take(GrantKind::Code, "../../etc/passwd")
             .await
             .unwrap()
             .is_none());
         assert!(store
-            .put(GrantKind::Login, "../x", "{}".into(), far)
+            .put(GrantKind::Code, "../x", "{}".into(), far)
             .await
             .is_err());
     }
@@ -275,20 +274,20 @@ mod tests {
         let earlier = FileGrantStore::new(dir.path());
         let (expired, live) = ("b".repeat(64), "c".repeat(64));
         earlier
-            .put(GrantKind::Login, &expired, "{}".into(), 1)
+            .put(GrantKind::Code, &expired, "{}".into(), 1)
             .await
             .unwrap();
         // A write in progress is never swept.
         let other = "d".repeat(64);
-        let writing = dir.path().join(format!("grants/login/.{other}.tmp"));
+        let writing = dir.path().join(format!("grants/code/.{other}.tmp"));
         fs::write(&writing, "{").unwrap();
         // (a store sweeps when it first writes, then at most once a minute)
         let store = FileGrantStore::new(dir.path());
         store
-            .put(GrantKind::Login, &live, "{}".into(), u64::MAX)
+            .put(GrantKind::Code, &live, "{}".into(), u64::MAX)
             .await
             .unwrap();
-        let mut left: Vec<String> = fs::read_dir(dir.path().join("grants/login"))
+        let mut left: Vec<String> = fs::read_dir(dir.path().join("grants/code"))
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -296,7 +295,7 @@ mod tests {
         left.sort();
         assert_eq!(left, [format!(".{other}.tmp"), format!("{live}.json")]);
         assert!(store
-            .take(GrantKind::Login, &expired)
+            .take(GrantKind::Code, &expired)
             .await
             .unwrap()
             .is_none());

@@ -11,8 +11,9 @@
 //! 4. The provider hashing of the indexer against `unzip -p | sha256sum`, and its memory.
 //! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
 //! 6. The deployed stack's DynamoDB and S3 calls per API request, counted at moto.
+//! 7. Sign-in starts: one before and after a flood of 20,000 or more from one client.
 //!
-//! `--only=api|scale|hashing|coldstart|cost` runs one part (into the quick report).
+//! `--only=api|scale|hashing|coldstart|cost|signin` runs one part (into the quick report).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -47,17 +48,20 @@ fn main() {
         targets: Vec::new(),
     };
     let started = Instant::now();
-    let parts: [(&str, Part); 5] = [
+    let parts: [(&str, Part); 6] = [
         ("api", Bench::api),
         ("scale", Bench::scale),
         ("hashing", Bench::hashing),
         ("coldstart", Bench::cold_start),
         ("cost", Bench::request_cost),
+        ("signin", Bench::sign_in_flood),
     ];
     if let Some(only) = &bench.only {
+        let names: Vec<&str> = parts.iter().map(|(name, _)| *name).collect();
         assert!(
-            parts.iter().any(|(name, _)| name == only),
-            "--only= takes one of api, scale, hashing, coldstart, cost"
+            names.contains(&only.as_str()),
+            "--only= takes one of {}",
+            names.join(", ")
         );
     }
     for (name, part) in parts {
@@ -604,6 +608,67 @@ impl Bench {
         );
     }
 
+    /// A sign-in start (`GET /oauth/sign-in`) fresh, and again after a flood of at least
+    /// 20,000 others from one client that never came back: starts store nothing, so the
+    /// later ones cost what the first did.
+    fn sign_in_flood(&mut self) {
+        println!("== Sign-in starts under a flood");
+        let provider = tfreg_e2e::OidcProvider::start();
+        let data = TempDir::new().unwrap();
+        let identity = data.path().join("identity.json");
+        let document = format!(
+            r#"{{"sign_in": {{"issuer": "{}", "client_id": "tfreg", "namespaces": {{"everyone": ["*"]}}}}}}"#,
+            provider.issuer
+        );
+        std::fs::write(&identity, document).unwrap();
+        let server = Server::start_with_env(
+            data.path(),
+            &["--identity", identity.to_str().unwrap()],
+            &[("TFREG_OIDC_CLIENT_SECRET", "secret".to_owned())],
+        );
+        let url = format!("{}/oauth/sign-in?next=/", server.url);
+        let shape = self.shape(16);
+        let first = wrk(&url, &[], shape);
+        let mut flooded = 0.0;
+        while flooded < 20_000.0 {
+            flooded += wrk(&url, &[], shape).requests_per_sec * f64::from(shape.seconds);
+        }
+        let after = wrk(&url, &[], shape);
+        let grants = walkdir_count(&data.path().join(".tfreg/grants"));
+        let ratio = after.requests_per_sec / first.requests_per_sec;
+        let _ = write!(
+            self.report,
+            "## Sign-in starts under a flood
+
+`GET /oauth/sign-in` with wrk ({} connections, {} s), before and after {flooded:.0} more from the same client that never came back. Records stored for them: {grants}.
+
+| | requests/s | p50 | p99 | refused |
+|---|---|---|---|---|
+| first | {:.0} | {:.2} ms | {:.2} ms | {} |
+| after the flood | {:.0} | {:.2} ms | {:.2} ms | {} |
+
+",
+            shape.connections,
+            shape.seconds,
+            first.requests_per_sec,
+            first.p50_ms,
+            first.p99_ms,
+            first.errors,
+            after.requests_per_sec,
+            after.p50_ms,
+            after.p99_ms,
+            after.errors,
+        );
+        self.target(
+            "a sign-in start after 20,000 others that never came back: as fast as the first (≥ 0.8×), none refused, nothing stored",
+            ratio >= 0.8 && after.errors == 0 && grants == 0,
+            format!(
+                "{ratio:.2}× the first's requests/s ({:.0} against {:.0}), {} refused, {grants} records stored, after {flooded:.0} starts",
+                after.requests_per_sec, first.requests_per_sec, after.errors
+            ),
+        );
+    }
+
     /// DynamoDB and S3 calls per API request of the deployed stack, counted at moto.
     fn request_cost(&mut self) {
         use tfreg_e2e::counting::{cost, published, Call, REQUESTS};
@@ -810,4 +875,18 @@ fn big_zip(path: &Path, bytes: u64) {
         left -= n as u64;
     }
     writer.finish().unwrap();
+}
+
+/// The files under `dir`, at any depth (none when it does not exist).
+fn walkdir_count(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type().is_ok_and(|t| t.is_dir()) {
+            true => walkdir_count(&entry.path()),
+            false => 1,
+        })
+        .sum()
 }

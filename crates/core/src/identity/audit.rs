@@ -1,7 +1,9 @@
 //! The audit trail: one structured log line (target `tfreg::audit`) for every token
 //! issued, exchanged, used for the first time, revoked or refused, with the token's id,
 //! who it belongs to and why. Never the secret: an id identifies a token without granting
-//! anything.
+//! anything. A claim is never passed off as a fact: `subject` is who the registry knows
+//! the token is for (its own record, or an ID token whose signature it checked);
+//! `claimed_subject` is what an unverified token says ([`record_claimed`]).
 
 /// What happened to a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,4 +56,18 @@ pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reaso
             "audit: {name}"
         ),
     }
+}
+
+/// Writes the audit line of a refusal where who it was is only claimed (an ID token whose
+/// signature was not, or could not be, checked): the claim goes in `claimed_subject`,
+/// never in `subject`.
+pub fn record_claimed(event: Event, claimed_subject: Option<&str>, reason: &str) {
+    let name = event.name();
+    tracing::warn!(
+        target: "tfreg::audit",
+        event = name,
+        claimed_subject,
+        reason,
+        "audit: {name}"
+    );
 }

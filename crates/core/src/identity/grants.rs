@@ -1,8 +1,10 @@
-//! One-time records: a sign-in in progress (between sending the person to the identity
-//! provider and their return) and an authorization code (between the registry's redirect
-//! back to Terraform and Terraform redeeming it). Each is taken exactly once, and only
-//! until it expires; the store keeps only the SHA-256 of its key, so what it holds cannot
-//! be replayed by whoever reads the data directory or the table.
+//! One-time records: authorization codes (between the registry's redirect back to
+//! Terraform and Terraform redeeming it). Each is taken exactly once, and only until it
+//! expires; the store keeps only the SHA-256 of its key, so what it holds cannot be
+//! replayed by whoever reads the data directory or the table. A code is made only once a
+//! person has come back from the identity provider with a verified ID token: nothing an
+//! unauthenticated request does stores a record (sign-ins in progress are sealed into
+//! their `state` instead, [`super::sealed`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,16 +21,12 @@ use crate::tokens::unix;
 
 use super::pkce;
 
-/// How long a person has to sign in at the identity provider.
-pub const LOGIN_LIFETIME: Duration = Duration::from_secs(600);
 /// How long an authorization code can be redeemed.
 pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
 
-/// The two kinds of record, kept apart.
+/// The kinds of record, kept apart (each its own folder or partition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GrantKind {
-    /// A sign-in in progress, by the `state` sent to the identity provider.
-    Login,
     /// An authorization code handed to Terraform.
     Code,
 }
@@ -36,7 +34,6 @@ pub enum GrantKind {
 impl GrantKind {
     pub fn name(self) -> &'static str {
         match self {
-            GrantKind::Login => "login",
             GrantKind::Code => "code",
         }
     }
@@ -94,7 +91,8 @@ pub enum Purpose {
     Web { next: String },
 }
 
-/// A sign-in in progress.
+/// A sign-in in progress: what the callback needs, sealed into the `state`
+/// ([`super::sealed`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingLogin {
     pub purpose: Purpose,
@@ -172,24 +170,6 @@ impl Grants {
         }
         serde_json::from_str(&taken.doc)
             .map_err(|e| StoreError::with_source(format!("a stored {what} is corrupt"), e).into())
-    }
-
-    /// Records a sign-in in progress; returns the `state` that names it.
-    pub async fn begin_login(
-        &self,
-        login: &PendingLogin,
-        now: SystemTime,
-    ) -> Result<String, StoreError> {
-        self.put(GrantKind::Login, login, LOGIN_LIFETIME, now).await
-    }
-
-    /// Takes the sign-in `state` names.
-    pub async fn finish_login(
-        &self,
-        state: &str,
-        now: SystemTime,
-    ) -> Result<PendingLogin, GrantError> {
-        self.take(GrantKind::Login, state, "sign-in", now).await
     }
 
     /// Makes an authorization code.

@@ -4,8 +4,10 @@
 //! - [`config`]: the identity settings (one OpenID Connect provider for people, rules for
 //!   CI issuers) and how claims map to namespaces.
 //! - [`jwt`]: checking an ID token's signature, issuer, audience and expiry.
-//! - [`grants`]: the one-time records of a sign-in in progress and of authorization
-//!   codes, single-use and short-lived, behind [`grants::GrantStore`].
+//! - [`grants`]: the one-time records of authorization codes, single-use and
+//!   short-lived, behind [`grants::GrantStore`].
+//! - [`sealed`]: sign-ins in progress, sealed into the `state` sent to the provider
+//!   (nothing stored before the provider answers).
 //! - [`pkce`]: Proof Key for Code Exchange (RFC 7636), S256 only.
 //! - [`audit`]: one structured log line per token event.
 
@@ -14,6 +16,8 @@ pub mod config;
 pub mod grants;
 pub mod jwt;
 pub mod pkce;
+pub mod sealed;
 
 pub use config::{CiRule, IdentityConfig, SignInConfig};
 pub use grants::{GrantError, GrantKind, GrantStore, Grants};
+pub use sealed::StateSealer;

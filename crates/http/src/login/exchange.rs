@@ -39,15 +39,17 @@ pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Respo
             ),
         );
     }
-    // Unverified: only to find the issuer whose keys check it.
+    // Unverified: only to find the issuer whose keys check it. Its `sub` is a claim until
+    // a signature is checked, and is logged as one.
     let peeked = match jwt::peek(&token) {
         Ok(claims) => claims,
-        Err(e) => return refuse(None, &e.to_string()),
+        Err(e) => return refuse(Who::Nobody, &e.to_string()),
     };
-    let subject = peeked
+    let claimed = peeked
         .get("sub")
         .and_then(|v| v.as_str())
         .map(str::to_owned);
+    let mut who = claimed.as_deref().map_or(Who::Nobody, Who::Claimed);
     let issuer = peeked
         .get("iss")
         .and_then(|v| v.as_str())
@@ -61,7 +63,7 @@ pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Respo
         .collect();
     if rules.is_empty() {
         return refuse(
-            subject.as_deref(),
+            who,
             &format!("no CI rule of this registry trusts ID tokens from issuer {issuer:?}"),
         );
     }
@@ -80,9 +82,7 @@ pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Respo
                 ));
                 continue;
             }
-            Err(VerifyError::Refused(refusal)) => {
-                return refuse(subject.as_deref(), &refusal.to_string())
-            }
+            Err(VerifyError::Refused(refusal)) => return refuse(who, &refusal.to_string()),
             Err(VerifyError::Provider(e)) => {
                 tracing::error!(issuer = rule.issuer, error = %e, "could not read a CI issuer's keys");
                 return oauth_error(
@@ -92,11 +92,16 @@ pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Respo
                 );
             }
         };
+        // Signed by the issuer: who it is for is known now (if not yet trusted).
+        let verified = rule.subject(&claims);
         if let Err(reason) = rule.check(&claims) {
             reasons.push(reason);
+            if matches!(who, Who::Nobody | Who::Claimed(_)) {
+                who = Who::Verified(verified);
+            }
             continue;
         }
-        let subject = rule.subject(&claims);
+        let subject = verified;
         let how = format!(
             "CI exchange, rule {:?}, of a token from {}",
             rule.name, rule.issuer
@@ -110,16 +115,25 @@ pub(super) async fn exchange(state: &LoginState, request: TokenRequest) -> Respo
         };
         return token_endpoint_answer(state, grant).await;
     }
-    refuse(subject.as_deref(), &reasons.join("; "))
+    refuse(who, &reasons.join("; "))
 }
 
-fn refuse(subject: Option<&str>, reason: &str) -> Response {
-    audit::record(
-        Event::Refused,
-        None,
-        subject,
-        &format!("CI exchange: {reason}"),
-    );
+/// Who a refused exchange was for, as far as the registry can tell.
+enum Who<'a> {
+    Nobody,
+    /// What the token says, its signature unchecked.
+    Claimed(&'a str),
+    /// Signed by its issuer.
+    Verified(String),
+}
+
+fn refuse(who: Who<'_>, reason: &str) -> Response {
+    let reason_line = format!("CI exchange: {reason}");
+    match who {
+        Who::Nobody => audit::record(Event::Refused, None, None, &reason_line),
+        Who::Claimed(claimed) => audit::record_claimed(Event::Refused, Some(claimed), &reason_line),
+        Who::Verified(subject) => audit::record(Event::Refused, None, Some(&subject), &reason_line),
+    }
     oauth_error(
         StatusCode::BAD_REQUEST,
         "invalid_grant",

@@ -29,7 +29,7 @@ use axum::{Form, Json, Router};
 use serde::{Deserialize, Serialize};
 use tfreg_core::identity::audit::{self, Event};
 use tfreg_core::identity::grants::{IssuedCode, PendingLogin, Purpose};
-use tfreg_core::identity::{pkce, GrantError, Grants, IdentityConfig};
+use tfreg_core::identity::{pkce, GrantError, Grants, IdentityConfig, StateSealer};
 use tfreg_core::names::Namespace;
 use tfreg_core::protocol::LoginService;
 use tfreg_core::tokens::{self, Access, TokenStore};
@@ -52,10 +52,26 @@ pub struct LoginState {
     pub tokens: Arc<dyn TokenStore>,
     pub grants: Grants,
     pub oidc: Arc<Oidc>,
-    /// Signs web sessions; `None`: web sign-in is not offered.
+    /// Signs web sessions and seals sign-ins in progress; `None`: nobody can sign in
+    /// (Terraform or the web pages), only CI exchanges.
     pub sessions: Option<SessionKey>,
     /// How long a web session (and its token) lasts.
     pub session_lifetime: Duration,
+    /// The registry's own origin (`https://` + its configured hostname): every URL
+    /// handed to the identity provider is made from it, whatever the request's `Host`.
+    /// `None`: from the request's `Host` (then register the exact callback URL at the
+    /// provider, so a forged `Host` is refused there).
+    pub public_origin: Option<Origin>,
+}
+
+impl LoginState {
+    /// Seals sign-ins in progress into their `state`, with a key derived from the
+    /// sessions' secret.
+    fn sealer(&self) -> Option<StateSealer> {
+        self.sessions
+            .as_ref()
+            .map(|key| StateSealer::new(key.derive_key(StateSealer::LABEL)))
+    }
 }
 
 /// The login family's routes.
@@ -101,10 +117,15 @@ fn callback_url(origin: &Origin) -> String {
     format!("{}/oauth/callback", origin.as_str())
 }
 
-/// Sends the person to the identity provider for `purpose`.
+/// Sends the person to the identity provider for `purpose`. Nothing is stored: the
+/// sign-in travels sealed in the `state` ([`StateSealer`]), so starts that never come back
+/// cost nobody anything.
 async fn start(state: &LoginState, origin: &Origin, purpose: Purpose) -> Response {
     let Some(config) = &state.identity.sign_in else {
         return pages::not_configured();
+    };
+    let Some(sealer) = state.sealer() else {
+        return pages::no_secret();
     };
     let metadata = match state.oidc.metadata(&config.issuer).await {
         Ok(metadata) => metadata,
@@ -112,18 +133,16 @@ async fn start(state: &LoginState, origin: &Origin, purpose: Purpose) -> Respons
     };
     let verifier = pkce::random_value();
     let nonce = pkce::random_value();
-    let callback = callback_url(origin);
-    let web = matches!(purpose, Purpose::Web { .. });
+    let callback = callback_url(state.public_origin.as_ref().unwrap_or(origin));
+    // The web pages' sign-in is bound to the browser that starts it by a cookie.
+    let binding = matches!(purpose, Purpose::Web { .. }).then(pkce::random_value);
     let login = PendingLogin {
         purpose,
         verifier: verifier.clone(),
         nonce: nonce.clone(),
         callback: callback.clone(),
     };
-    let key = match state.grants.begin_login(&login, SystemTime::now()).await {
-        Ok(key) => key,
-        Err(e) => return pages::store_failed(&e),
-    };
+    let key = sealer.seal(&login, binding.as_deref(), SystemTime::now());
     let query = [
         ("response_type", "code"),
         ("client_id", config.client_id.as_str()),
@@ -148,12 +167,16 @@ async fn start(state: &LoginState, origin: &Origin, purpose: Purpose) -> Respons
         metadata.authorization_endpoint
     ))
     .into_response();
-    if web {
+    if let Some(binding) = binding {
         // Binds the sign-in to this browser: the callback takes it only with this cookie,
         // so nobody can sign someone else in with a callback link of their own.
         session::append_set_cookie(
             &mut response,
-            &session::set_lax_cookie(LOGIN_COOKIE, &key, 600),
+            &session::set_lax_cookie(
+                LOGIN_COOKIE,
+                &binding,
+                tfreg_core::identity::sealed::LOGIN_LIFETIME.as_secs(),
+            ),
         );
     }
     response
@@ -247,20 +270,17 @@ async fn callback(
             "The identity provider's answer could not be read: sign in again.",
         );
     };
+    let Some(sealer) = state.sealer() else {
+        return pages::no_secret();
+    };
     let now = SystemTime::now();
-    let login = match state
-        .grants
-        .finish_login(answer.state.as_deref().unwrap_or(""), now)
-        .await
-    {
-        Ok(login) => login,
-        Err(GrantError::Store(e)) => return pages::store_failed(&e),
+    let opened = match sealer.open(answer.state.as_deref().unwrap_or(""), now) {
+        Ok(opened) => opened,
         Err(e) => return pages::bad_request(&format!("This sign-in cannot be completed: {e}.")),
     };
-    if matches!(login.purpose, Purpose::Web { .. }) {
-        let started_here = session::request_cookie(&headers, LOGIN_COOKIE).is_some_and(|cookie| {
-            session::same_secret(cookie, answer.state.as_deref().unwrap_or(""))
-        });
+    if matches!(opened.login.purpose, Purpose::Web { .. }) {
+        let started_here = session::request_cookie(&headers, LOGIN_COOKIE)
+            .is_some_and(|cookie| opened.bound_to(cookie));
         if !started_here {
             audit::record(
                 Event::Refused,
@@ -273,6 +293,7 @@ async fn callback(
             );
         }
     }
+    let login = opened.login;
     if let Some(error) = answer.error {
         let description = answer.error_description.unwrap_or_default();
         audit::record(

@@ -2,7 +2,9 @@
 //! (`/.well-known/openid-configuration`) and keys (JWKS), each cached for an hour (keys
 //! read again, at most once a minute, when a token names a key not yet seen, as providers
 //! rotate them), and redeeming a code at its token endpoint. Every call is bounded in time
-//! and in size.
+//! and in size. Metadata is fetched by one request at a time, and a failure is kept for
+//! [`RETRY_FAILED_AFTER`]: however many sign-ins start while the provider is down or
+//! stalls, the registry asks it at most once every few seconds.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,9 +20,11 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 const CACHE_FOR: Duration = Duration::from_secs(3600);
 const REFRESH_AT_MOST_EVERY: Duration = Duration::from_secs(60);
+/// How long a failure to read a provider's metadata is answered from memory.
+pub const RETRY_FAILED_AFTER: Duration = Duration::from_secs(5);
 
 /// The identity provider could not be asked, or answered nonsense.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct ProviderError(pub String);
 
@@ -50,7 +54,9 @@ struct Cached<T> {
 /// An OpenID Connect client for any number of issuers.
 pub struct Oidc {
     http: reqwest::Client,
-    metadata: Mutex<HashMap<String, Cached<ProviderMetadata>>>,
+    metadata: Mutex<HashMap<String, Cached<Result<ProviderMetadata, String>>>>,
+    /// Held while metadata is fetched: one fetch at a time, the others then read its answer.
+    fetching: tokio::sync::Mutex<()>,
     keys: Mutex<HashMap<String, Cached<JwkSet>>>,
 }
 
@@ -91,6 +97,7 @@ impl Oidc {
         Self {
             http,
             metadata: Mutex::new(HashMap::new()),
+            fetching: tokio::sync::Mutex::new(()),
             keys: Mutex::new(HashMap::new()),
         }
     }
@@ -121,13 +128,39 @@ impl Oidc {
 
     /// The provider's metadata, checked to name the issuer it was read for.
     pub async fn metadata(&self, issuer: &str) -> Result<ProviderMetadata, ProviderError> {
-        if let Some(cached) = self.metadata.lock().ok().and_then(|m| {
-            m.get(issuer)
-                .filter(|c| c.at.elapsed() < CACHE_FOR)
-                .map(|c| c.value.clone())
-        }) {
-            return Ok(cached);
+        if let Some(known) = self.known_metadata(issuer) {
+            return known;
         }
+        let _one_at_a_time = self.fetching.lock().await;
+        // Fetched meanwhile by whoever held the lock?
+        if let Some(known) = self.known_metadata(issuer) {
+            return known;
+        }
+        let fetched = self.fetch_metadata(issuer).await;
+        if let Ok(mut cache) = self.metadata.lock() {
+            cache.insert(
+                issuer.to_owned(),
+                Cached {
+                    value: fetched.clone().map_err(|e| e.0),
+                    at: Instant::now(),
+                },
+            );
+        }
+        fetched
+    }
+
+    /// The metadata or failure kept for `issuer`, while it is fresh.
+    fn known_metadata(&self, issuer: &str) -> Option<Result<ProviderMetadata, ProviderError>> {
+        let cache = self.metadata.lock().ok()?;
+        let cached = cache.get(issuer)?;
+        let fresh_for = match cached.value {
+            Ok(_) => CACHE_FOR,
+            Err(_) => RETRY_FAILED_AFTER,
+        };
+        (cached.at.elapsed() < fresh_for).then(|| cached.value.clone().map_err(ProviderError))
+    }
+
+    async fn fetch_metadata(&self, issuer: &str) -> Result<ProviderMetadata, ProviderError> {
         let url = format!(
             "{}/.well-known/openid-configuration",
             issuer.trim_end_matches('/')
@@ -138,15 +171,6 @@ impl Oidc {
                 "the identity provider at {url} says its issuer is {:?}, not {issuer:?}: configure the issuer exactly as its tokens name it",
                 metadata.issuer
             )));
-        }
-        if let Ok(mut cache) = self.metadata.lock() {
-            cache.insert(
-                issuer.to_owned(),
-                Cached {
-                    value: metadata.clone(),
-                    at: Instant::now(),
-                },
-            );
         }
         Ok(metadata)
     }
@@ -307,4 +331,49 @@ async fn read_json_any<T: for<'de> Deserialize<'de>>(
             "the identity provider's {what} is not what OpenID Connect describes: {e}"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_failing_provider_is_asked_once_however_many_sign_ins_start() {
+        // A provider that answers every request with a 500, counting them.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counting = Arc::clone(&asked);
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counting.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut head = [0u8; 4096];
+                    let _ = socket.read(&mut head).await;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        .await;
+                });
+            }
+        });
+        let oidc = Arc::new(Oidc::new());
+        let starts: Vec<_> = (0..50)
+            .map(|_| {
+                let (oidc, issuer) = (Arc::clone(&oidc), issuer.clone());
+                tokio::spawn(async move { oidc.metadata(&issuer).await })
+            })
+            .collect();
+        for start in starts {
+            let error = start.await.unwrap().unwrap_err();
+            assert!(error.0.contains("500"), "{error}");
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        // Within a few seconds, the failure is answered from memory.
+        assert!(oidc.metadata(&issuer).await.is_err());
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+    }
 }

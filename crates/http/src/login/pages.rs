@@ -31,6 +31,16 @@ pub fn not_configured() -> Response {
     )
 }
 
+/// Signing in is configured, but the server has no secret to seal sign-ins with.
+pub fn no_secret() -> Response {
+    tracing::error!("a sign-in was refused: this server has no session secret to seal sign-ins with (TFREG_SESSION_SECRET)");
+    page(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Signing in is not available",
+        "This registry has no secret to seal sign-ins with: its operators must set a session secret (TFREG_SESSION_SECRET). Meanwhile, use a token from `tfreg token create`.",
+    )
+}
+
 pub fn provider_failed(message: &str) -> Response {
     tracing::error!(error = message, "the identity provider failed");
     page(

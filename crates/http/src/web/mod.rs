@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use tfreg_core::tokens::{authenticate, Access, TokenStore};
@@ -115,7 +115,7 @@ pub fn routes(state: WebState) -> axum::Router {
         .route("/assets/{file}", get(assets::serve))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            security_headers,
+            remote_images,
         ))
         .with_state(state)
 }
@@ -180,31 +180,15 @@ async fn viewer(State(state): State<WebState>, mut request: Request, next: Next)
     }
 }
 
-/// The headers every page and asset carries.
-async fn security_headers(State(state): State<WebState>, request: Request, next: Next) -> Response {
-    let is_asset = request.uri().path().starts_with("/assets/");
+/// Lets the pages show README images from `https://` URLs when the operator allows it
+/// (the security headers themselves are set for every family in one place,
+/// [`crate::security`]).
+async fn remote_images(State(state): State<WebState>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    let images = match state.options.remote_images {
-        true => "img-src 'self' https:",
-        false => "img-src 'self'",
-    };
-    let csp = format!(
-        "default-src 'none'; style-src 'self'; script-src 'self'; {images}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    );
-    let headers = response.headers_mut();
-    let mut set = |name: &'static str, value: &str| {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(name, value);
-        }
-    };
-    set("content-security-policy", &csp);
-    set("x-content-type-options", "nosniff");
-    set("x-frame-options", "DENY");
-    set("referrer-policy", "same-origin");
-    set("cross-origin-opener-policy", "same-origin");
-    if !is_asset {
-        // Pages show what a token may read: never kept by shared caches or the back button.
-        set("cache-control", "no-store");
+    if state.options.remote_images {
+        response
+            .extensions_mut()
+            .insert(crate::security::RemoteImages);
     }
     response
 }

@@ -66,6 +66,12 @@ impl SessionKey {
         Self(signer.derive_key(Self::LABEL))
     }
 
+    /// A key for another purpose (`label`), derived from this one: what is sealed with
+    /// it cannot pass for a session, nor a session for it.
+    pub fn derive_key(&self, label: &str) -> [u8; 32] {
+        tfreg_core::signing::derive_key(&self.0, label)
+    }
+
     fn mac(&self, purpose: &[u8], parts: &[&str]) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("any key length");
         mac.update(purpose);
