@@ -176,6 +176,9 @@ pub async fn login_state(
         .as_ref()
         .map(|d| d.config.as_ref().clone())
         .unwrap_or_default();
+    for warning in identity.warnings() {
+        tracing::warn!("a CI rule may trust other owners' jobs: {warning}");
+    }
     if let Some(sign_in) = identity.sign_in.as_mut() {
         sign_in.client_secret = match &config.oidc_client_secret_arn {
             Some(arn) => Some(aws.secret_string(arn).await?),
