@@ -773,3 +773,64 @@ fn terraform_login_and_ci_exchange_through_the_deployed_stack() {
         stack.log("login")
     );
 }
+
+#[test]
+fn a_ci_rule_trusting_every_repository_stops_the_start_and_a_star_in_an_owner_is_warned_about() {
+    let data = TempDir::new().unwrap();
+    let document = data.path().join("identity.json");
+    let rule = |claims: Value| {
+        json!({"ci": [{
+            "name": "infra-main",
+            "issuer": "https://token.actions.githubusercontent.com",
+            "audience": CI_AUDIENCE,
+            "claims": claims,
+            "namespaces": ["network"],
+        }]})
+        .to_string()
+    };
+
+    // Given a rule any repository on GitHub satisfies, the server does not start: it exits
+    // at once, naming the rule and the claim.
+    std::fs::write(&document, rule(json!({"repository": "*"}))).unwrap();
+    let mut serve = Command::new(tfreg_e2e::tfreg_bin())
+        .args(["serve", "--data", data.path().to_str().unwrap()])
+        .args(["--listen", &format!("127.0.0.1:{}", tfreg_e2e::free_port())])
+        .args(["--identity", document.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let exited = tfreg_e2e::wait_until(Duration::from_secs(30), || {
+        serve.try_wait().unwrap().is_some()
+    });
+    if !exited {
+        let _ = serve.kill();
+    }
+    let output = serve.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(exited, "tfreg serve started with the rule: {stderr}");
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(
+            "ci[0] (\"infra-main\").claims.repository: \"*\" matches every value: give a claim a value that says which jobs to trust"
+        ),
+        "{stderr}"
+    );
+
+    // Given a rule that names its owner, but with a `*` inside another owner's name, the
+    // server starts and warns with the fix.
+    std::fs::write(
+        &document,
+        rule(json!({"repository": "acme/infra", "repository_owner": "acme*"})),
+    )
+    .unwrap();
+    let server = Server::start_with_env(
+        data.path(),
+        &["--identity", document.to_str().unwrap()],
+        &[],
+    );
+    let warning = "a CI rule may trust other owners' jobs: ci[0] (\"infra-main\").claims.repository_owner: the * in \"acme*\" is inside the owner's name, so it also matches other owners (\"acmeevil\"): name the owner whole: \"acme\"";
+    let warned = tfreg_e2e::wait_until(Duration::from_secs(10), || server.log().contains(warning));
+    assert!(warned, "{}", server.log());
+}

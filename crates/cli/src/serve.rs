@@ -590,6 +590,9 @@ fn login(
             "CI jobs may exchange their ID tokens"
         );
     }
+    for warning in identity.warnings() {
+        tracing::warn!("a CI rule may trust other owners' jobs: {warning}");
+    }
     let login = tfreg_http::login::LoginState {
         identity: Arc::new(identity),
         tokens,

@@ -179,6 +179,9 @@ pub async fn login_state(
     if identity.sign_in.is_some() && config.session_secret.is_none() {
         tracing::warn!("people cannot sign in: TFREG_SESSION_SECRET is empty, and sign-ins in progress are sealed with it (CI exchanges still work)");
     }
+    for warning in identity.warnings() {
+        tracing::warn!("a CI rule may trust other owners' jobs: {warning}");
+    }
     if let Some(sign_in) = identity.sign_in.as_mut() {
         sign_in.client_secret = match &config.oidc_client_secret_arn {
             Some(arn) => Some(aws.secret_string(arn).await?),

@@ -241,3 +241,27 @@ fn configuration_errors_read_as_sentences_naming_the_variable() {
         );
     }
 }
+
+#[test]
+fn a_ci_rule_trusting_every_repository_stops_the_cold_start() {
+    let every_repository = r#"{"ci": [{"name": "infra-main", "issuer": "https://token.actions.githubusercontent.com", "audience": "https://registry.example.com", "claims": {"repository": "*"}, "namespaces": ["network"]}]}"#;
+    let get = |name: &str| {
+        match name {
+            "TFREG_TABLE" => Some("t"),
+            "TFREG_BUCKET" => Some("b"),
+            "TFREG_SESSION_SECRET" => Some("a-session-secret-of-at-least-32-characters"),
+            "TFREG_IDENTITY" => Some(every_repository),
+            _ => None,
+        }
+        .map(str::to_owned)
+    };
+    for function in [Function::Login, Function::Discovery, Function::Web] {
+        let message = Config::for_function(function, get).unwrap_err().to_string();
+        assert!(
+            message.starts_with(
+                "configuration: TFREG_IDENTITY: ci[0] (\"infra-main\").claims.repository: \"*\" matches every value: "
+            ),
+            "{function:?}: {message}"
+        );
+    }
+}

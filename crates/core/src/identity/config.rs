@@ -23,8 +23,10 @@
 //! pick the namespaces their token reads (the union of the groups' lists; `"*"` is every
 //! namespace; the group `"*"` applies to everyone who signs in). No match, no token. CI jobs
 //! exchange an ID token that one of the `ci` rules accepts: its issuer, its audience, and
-//! every listed claim (`*` matches any run of characters). The client secret is never in
-//! this document: it comes from the environment or Secrets Manager.
+//! every listed claim (`*` matches any run of characters). A rule that could trust every job
+//! of its CI service is refused, and a `*` inside an owner's name is warned about
+//! ([`super::ci_rules`]). The client secret is never in this document: it comes from the
+//! environment or Secrets Manager.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -33,6 +35,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use super::ci_rules;
 use crate::names::Namespace;
 use crate::tokens::Access;
 
@@ -113,8 +116,11 @@ pub struct CiRule {
     pub issuer: String,
     /// The audience the ID token must be made for (`aud`).
     pub audience: String,
-    /// Claim → the pattern its value must match (`*`: any run of characters). At least one,
-    /// so a rule never trusts every repository of a shared CI service.
+    /// Claim → the pattern its value must match (`*`: any run of characters, `/` included).
+    /// At least one claim besides the registered ones (`iss`, `aud`, ...) must have a
+    /// pattern that is not only `*`s; on GitHub Actions and GitLab.com one of the
+    /// repository's or owner's claims must name the owner whole before any `*`
+    /// ([`super::ci_rules`]).
     pub claims: BTreeMap<String, String>,
     /// The namespaces the token reads (`"*"`: all).
     pub namespaces: Vec<String>,
@@ -167,6 +173,16 @@ impl IdentityConfig {
         Ok(config)
     }
 
+    /// What the operator should hear at start about rules that were accepted: a `*` inside
+    /// an owner's name (`"repository_owner": "acme*"` also matches `acmeevil`), with the fix.
+    pub fn warnings(&self) -> Vec<String> {
+        self.ci
+            .iter()
+            .enumerate()
+            .flat_map(|(i, rule)| ci_rules::warnings(&ci_at(i, rule), &rule.claims))
+            .collect()
+    }
+
     /// True when nothing is configured.
     pub fn is_empty(&self) -> bool {
         self.sign_in.is_none() && self.ci.is_empty()
@@ -197,19 +213,15 @@ impl IdentityConfig {
         }
         let mut names = BTreeSet::new();
         for (i, rule) in self.ci.iter().enumerate() {
-            let at = format!("ci[{i}]");
             if rule.name.trim().is_empty() || !names.insert(rule.name.as_str()) {
-                return Err(format!("{at}.name: must be present and unique"));
+                return Err(format!("ci[{i}].name: must be present and unique"));
             }
+            let at = ci_at(i, rule);
             check_issuer(&format!("{at}.issuer"), &rule.issuer)?;
             if rule.audience.trim().is_empty() {
                 return Err(format!("{at}.audience: must not be empty"));
             }
-            if rule.claims.is_empty() {
-                return Err(format!(
-                    "{at}.claims: name at least one claim to match (for GitHub, `repository`), or every repository of the CI service could exchange tokens"
-                ));
-            }
+            ci_rules::check(&at, &rule.issuer, &rule.claims)?;
             check_namespaces(&format!("{at}.namespaces"), &rule.namespaces)?;
             if rule.token_lifetime < Duration::from_secs(60)
                 || rule.token_lifetime > MAX_CI_LIFETIME
@@ -219,6 +231,11 @@ impl IdentityConfig {
         }
         Ok(())
     }
+}
+
+/// How errors and warnings name a CI rule: `ci[0] ("infra-main")`.
+fn ci_at(i: usize, rule: &CiRule) -> String {
+    format!("ci[{i}] ({:?})", rule.name)
 }
 
 /// True for a plain `http://` URL of this machine (`127.0.0.1`, `localhost`, `[::1]`, any
@@ -512,11 +529,11 @@ mod tests {
             ),
             (
                 r#"{"ci": [{"name": "r", "issuer": "https://t.example", "audience": "a", "claims": {}, "namespaces": ["x"]}]}"#,
-                "ci[0].claims",
+                "ci[0] (\"r\").claims: name at least one claim",
             ),
             (
                 r#"{"ci": [{"name": "r", "issuer": "https://t.example", "audience": "a", "claims": {"a": "b"}, "namespaces": ["x"], "token_lifetime": "2h"}]}"#,
-                "ci[0].token_lifetime",
+                "ci[0] (\"r\").token_lifetime",
             ),
             (r#"{"sign-in": {}}"#, "unknown field"),
         ] {

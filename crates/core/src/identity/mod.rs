@@ -3,6 +3,8 @@
 //!
 //! - [`config`]: the identity settings (one OpenID Connect provider for people, rules for
 //!   CI issuers) and how claims map to namespaces.
+//! - [`ci_rules`]: what a CI rule must name so that it never trusts every job of a CI
+//!   service, and the patterns warned about at start.
 //! - [`jwt`]: checking an ID token's signature, issuer, audience and expiry.
 //! - [`grants`]: the one-time records of authorization codes, single-use and
 //!   short-lived, behind [`grants::GrantStore`].
@@ -12,6 +14,7 @@
 //! - [`audit`]: one structured log line per token event.
 
 pub mod audit;
+pub mod ci_rules;
 pub mod config;
 pub mod grants;
 pub mod jwt;
