@@ -159,15 +159,17 @@ pub fn include_pattern(value: &str) -> Result<String, String> {
 /// `--include`'s `--help`, listing the secret rule's patterns from the one list.
 pub fn include_help() -> String {
     format!(
-        "Publish the files this PATTERN matches although they are secret-shaped (repeatable).\n\n\
-         When a folder is packed, secret-shaped files are left out, at any depth, ignoring case: \
-         {}. Terraform configuration (*.tf, *.tf.json) never counts as secret-shaped. A PATTERN \
-         without / is matched against file names (e.g. '*.pub', '.env.example'); one with / \
-         against the path from the module folder (e.g. 'certs/ca.pem', 'certs/*.pem'). * is any \
-         run of characters but /; case is ignored. A pattern that brings nothing back is warned \
-         about. Local state (Terraform state and plans, *.tfvars, .terraform/, .git/, ...) is \
-         never published, whatever the patterns. When an archive is published, every \
-         secret-shaped file in it must be matched by a PATTERN, or nothing is uploaded.",
+        "Publish the secret-shaped files this PATTERN matches (repeatable).\n\n\
+         When a folder is packed, secret-shaped files are left out, at any depth, ignoring \
+         case: {}. Terraform configuration (*.tf, *.tf.json) is never secret-shaped. When an \
+         archive is published, each secret-shaped file in it must be matched by a PATTERN, or \
+         nothing is uploaded.\n\n\
+         A PATTERN without / is matched against file names ('*.pub', '.env.example'); one \
+         with / against the path from the module folder ('certs/ca.pem', 'certs/*.pem'). * is \
+         any run of characters but /; case is ignored. A PATTERN that brings nothing back is \
+         warned about.\n\n\
+         Local state (Terraform state and plans, *.tfvars, .terraform/, .git/, ...) is never \
+         published, whatever the patterns.",
         SECRET_SHAPED.join(" ")
     )
 }
