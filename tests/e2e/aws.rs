@@ -203,6 +203,7 @@ async fn a_partition_larger_than_one_query_page_is_read_whole() {
             source: None,
             description: None,
             docs: None,
+            secret_shaped: None,
         });
         tfreg_core::MetadataStore::put(aws.metadata.as_ref(), record)
             .await

@@ -14,6 +14,7 @@ mod modules;
 mod provider_checks;
 mod providers;
 mod publish;
+mod publish_secrets;
 mod read_api;
 mod readme;
 mod request_cost;

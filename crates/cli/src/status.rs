@@ -17,7 +17,7 @@ use tfreg_core::signing::UrlSigner;
 use tfreg_core::{ArtifactStore, Indexer, MetadataStore, Registry};
 use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
-use crate::report::{self, Filter, Scope, StatusDoc};
+use crate::report::{self, escape_control_chars, Filter, Scope, StatusDoc};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -132,6 +132,11 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
                 .join(" "),
         };
         writeln!(out, "  {}: {versions}", module.address)?;
+        for version in &module.versions {
+            for warning in &version.warnings {
+                writeln!(out, "    warning: {}", escape_control_chars(warning))?;
+            }
+        }
     }
 
     writeln!(out, "\nProviders:")?;

@@ -230,6 +230,10 @@ pub struct ModuleArchive {
     /// the record is: reads of a module's versions copy every record of its partition.
     #[serde(default)]
     pub docs: Option<std::sync::Arc<crate::module_docs::ModuleDocs>>,
+    /// The archive's secret-shaped files (`.env`, `*.pem`, ...): served all the same, and
+    /// warned about. `None` for records from before they were looked for (read again, once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_shaped: Option<crate::module_archive::secrets::SecretShapedFiles>,
 }
 
 /// A provider package (zip) and its hashes, whether published under `providers/` or

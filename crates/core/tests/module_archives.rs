@@ -709,3 +709,80 @@ async fn a_refused_version_is_never_offered_and_says_why_and_each_revision_is_ch
     let problems = world.registry.problems().await.unwrap();
     assert!(problems.iter().all(|p| p.key != folder), "{problems:?}");
 }
+
+#[test]
+fn secret_shaped_files_are_accepted_and_listed() {
+    let module: &[(&str, &[u8])] = &[
+        ("main.tf", MAIN),
+        ("credentials.tf", b""),
+        (".env", b"TOKEN=hunter2\n"),
+        ("keys/", b""),
+        ("keys/Server.PEM", b"-----BEGIN PRIVATE KEY-----\n"),
+        ("README.md", b"# network\n"),
+    ];
+    for format in ArchiveFormat::ALL {
+        let summary = verdict(
+            format,
+            &archive_of(format, module),
+            &ModuleLimits::default(),
+        )
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        assert_eq!(
+            summary.secret_shaped,
+            [".env", "keys/Server.PEM"],
+            "{format:?}"
+        );
+    }
+    let clean = verdict(
+        ArchiveFormat::TarGz,
+        &tar_gz(&[("main.tf", MAIN)]),
+        &ModuleLimits::default(),
+    )
+    .unwrap();
+    assert!(clean.secret_shaped.is_empty());
+}
+
+#[tokio::test]
+async fn a_version_with_secret_shaped_files_is_served_and_its_record_says_which() {
+    let world = World::new();
+    let address = ModuleAddress::parse("acme", "network", "aws").unwrap();
+    let version = tfreg_core::Version::parse("1.0.0").unwrap();
+    let key = "modules/acme/network/aws/1.0.0.tar.gz";
+    world
+        .put(key, tar_gz(&[("main.tf", MAIN), (".env", b"TOKEN=x\n")]))
+        .await;
+    let archive = world
+        .registry
+        .module_archive(&Access::All, &address, &version)
+        .await
+        .expect("served");
+    let found = archive.secret_shaped.clone().unwrap();
+    assert_eq!((found.names, found.more), (vec![".env".to_owned()], 0));
+    assert!(world.registry.problems().await.unwrap().is_empty());
+
+    // A record from before secret-shaped files were looked for (saved without the field)
+    // still loads, and its archive is read again, once.
+    let mut old = serde_json::to_value(tfreg_core::store::Record::ModuleArchive(archive)).unwrap();
+    let fields = old
+        .as_object_mut()
+        .and_then(|o| o.values_mut().find_map(|v| v.as_object_mut()))
+        .unwrap();
+    assert!(fields.remove("secret_shaped").is_some(), "{fields:?}");
+    let old: tfreg_core::store::Record = serde_json::from_value(old).unwrap();
+    tfreg_core::MetadataStore::put(world.metadata.as_ref(), old)
+        .await
+        .unwrap();
+    let before = world
+        .registry
+        .module_archive(&Access::All, &address, &version)
+        .await
+        .unwrap();
+    assert_eq!(before.secret_shaped, None);
+    world.indexer.index_key(key).await.unwrap();
+    let after = world
+        .registry
+        .module_archive(&Access::All, &address, &version)
+        .await
+        .unwrap();
+    assert_eq!(after.secret_shaped.unwrap().names, [".env"]);
+}

@@ -31,7 +31,7 @@ pub struct PublishArgs {
 #[derive(Subcommand, Debug)]
 pub(super) enum What {
     /// Publish a module version: a folder (packed as a .tar.gz of its contents, without
-    /// local state) or a .tar.gz, .tgz or .zip archive.
+    /// local state and secret-shaped files) or a .tar.gz, .tgz or .zip archive.
     #[command(after_help = EXIT_STATUS)]
     Module(ModuleArgs),
     /// Publish a provider release from goreleaser's dist/ folder, as it leaves it.
@@ -56,6 +56,15 @@ pub(super) struct ModuleArgs {
     /// One line about the module, written to the version's metadata file.
     #[arg(long, value_name = "TEXT")]
     pub(super) description: Option<String>,
+    /// Publish the secret-shaped files this matches (.env, *.pem, ...; repeatable): a file
+    /// name ('*.pub') or a path from the module folder ('certs/*.pem'). See --help.
+    #[arg(
+        long = "include",
+        value_name = "PATTERN",
+        value_parser = super::leave_out::include_pattern,
+        long_help = super::leave_out::include_help()
+    )]
+    pub(super) include: Vec<String>,
     #[command(flatten)]
     pub(super) options: Options,
 }

@@ -196,6 +196,7 @@ mod tests {
                     key: KEY.into(),
                     sha256: sha256.into(),
                     revision: revision.into(),
+                    warnings: vec![],
                 }],
             }),
             ..Observation::default()

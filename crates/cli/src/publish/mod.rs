@@ -3,6 +3,8 @@
 //! then a wait until the registry serves what was published.
 //!
 //! - [`pack`]: a module folder as a deterministic `.tar.gz` of its contents;
+//! - [`leave_out`]: what is left out of a module (local state; secret-shaped files, unless
+//!   `--include` brings them back);
 //! - [`dist`]: the release files in goreleaser's `dist/`;
 //! - [`dest`]: reading and atomically writing the destination;
 //! - [`stage`]: the registry's checks on the files before they leave;
@@ -15,6 +17,7 @@ mod args;
 mod dest;
 mod dist;
 mod judge;
+mod leave_out;
 mod pack;
 mod sources;
 mod stage;

@@ -12,7 +12,8 @@ use tfreg_core::ProviderAddress;
 
 use super::args::{ModuleArgs, ProviderArgs};
 use super::dest::Destination;
-use super::{dist, pack, publish, Plan, Refusal, Role, Subject, Upload};
+use super::{dist, leave_out, pack, publish, Plan, Refusal, Role, Subject, Upload};
+use crate::report::escape_control_chars;
 
 pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<ExitCode> {
     let ModuleArgs {
@@ -21,8 +22,10 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         version,
         repository,
         description,
+        include,
         options,
     } = args;
+    let include = leave_out::Includes::new(&include);
     let dest = options.destination().await?;
     let subject = Subject::Module {
         address: address.clone(),
@@ -34,27 +37,16 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
     let (path, format) = if meta.is_dir() {
         let out = temp.join("module.tar.gz");
         let (folder, archive) = (source.clone(), out.clone());
-        let packed = tokio::task::spawn_blocking(move || pack::pack_folder(&folder, &archive))
-            .await?
-            .map_err(|e| match e {
-                pack::PackError::Refused(why) => {
-                    Refusal::error(format!("{what}: nothing was uploaded"), vec![why])
-                }
-                io => anyhow::Error::new(io),
-            })?;
-        let plural = if packed.files == 1 { "" } else { "s" };
-        println!(
-            "packed {}: {} file{plural}, {} bytes",
-            source.display(),
-            packed.files,
-            packed.bytes
-        );
-        if !packed.excluded.is_empty() {
-            println!(
-                "  left out (never published): {}",
-                packed.excluded.join(" ")
-            );
-        }
+        let packed =
+            tokio::task::spawn_blocking(move || pack::pack_folder(&folder, &archive, include))
+                .await?
+                .map_err(|e| match e {
+                    pack::PackError::Refused(why) => {
+                        Refusal::error(format!("{what}: nothing was uploaded"), vec![why])
+                    }
+                    io => anyhow::Error::new(io),
+                })?;
+        print_packed(&source, &packed);
         (out, ArchiveFormat::TarGz)
     } else {
         let name = source
@@ -70,6 +62,7 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
                 )],
             ));
         };
+        archive_secrets(&source, include, &what).await?;
         (source.clone(), format)
     };
     let key = format!("modules/{address}/{version}{}", format.suffix());
@@ -106,6 +99,88 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         }
     }
     publish(plan, vec![], dest, &options, refusals).await
+}
+
+/// What packing a folder left out and let in, and what `--include` did not do.
+fn print_packed(source: &Path, packed: &pack::Packed) {
+    let plural = if packed.files == 1 { "" } else { "s" };
+    println!(
+        "packed {}: {} file{plural}, {} bytes",
+        escape_control_chars(&source.display().to_string()),
+        packed.files,
+        packed.bytes
+    );
+    let never: Vec<&str> = packed
+        .excluded
+        .iter()
+        .filter(|e| !packed.secret_shaped.contains(e))
+        .map(String::as_str)
+        .collect();
+    let list = |names: &[&str]| escape_control_chars(&names.join(" "));
+    if !never.is_empty() {
+        println!("  left out (never published): {}", list(&never));
+    }
+    let secret: Vec<&str> = packed.secret_shaped.iter().map(String::as_str).collect();
+    if !secret.is_empty() {
+        println!(
+            "  left out as secret-shaped: {} (publish one anyway with --include PATTERN)",
+            list(&secret)
+        );
+    }
+    let included: Vec<&str> = packed.included.iter().map(String::as_str).collect();
+    if !included.is_empty() {
+        println!(
+            "  published although secret-shaped (--include): {}",
+            list(&included)
+        );
+    }
+    for warning in &packed.warnings {
+        eprintln!("warning: {}", escape_control_chars(warning));
+    }
+}
+
+/// Refuses an archive holding secret-shaped files that no `--include` pattern matches: once
+/// published, every reader of the namespace could download them, for good. An archive the
+/// check refuses passes here: the registry's checks say why.
+async fn archive_secrets(
+    source: &Path,
+    mut include: leave_out::Includes,
+    what: &str,
+) -> anyhow::Result<()> {
+    let path = source.to_path_buf();
+    let checked = tokio::task::spawn_blocking(move || {
+        tfreg_core::module_archive::check_path(&path, &Default::default())
+    })
+    .await?;
+    let found = checked.map(|s| s.secret_shaped).unwrap_or_default();
+    let (mut left, mut included) = (vec![], vec![]);
+    for path in found {
+        let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+        match include.left_out(&path, &name, false) {
+            Some(_) => left.push(path),
+            None => included.push(path),
+        }
+    }
+    for warning in include.warnings() {
+        eprintln!("warning: {}", escape_control_chars(&warning));
+    }
+    if !left.is_empty() {
+        return Err(Refusal::error(
+            format!("{what}: nothing was uploaded"),
+            vec![escape_control_chars(&format!(
+                "{} holds secret-shaped files: {}; once published, every reader of the namespace could download them, for good. Publish the module's folder instead (tfreg publish leaves them out), pack the archive without them, or publish them anyway with --include PATTERN",
+                source.display(),
+                left.join(" ")
+            ))],
+        ));
+    }
+    if !included.is_empty() {
+        println!(
+            "  published although secret-shaped (--include): {}",
+            escape_control_chars(&included.join(" "))
+        );
+    }
+    Ok(())
 }
 
 pub(super) async fn provider(args: ProviderArgs, temp: &Path) -> anyhow::Result<ExitCode> {

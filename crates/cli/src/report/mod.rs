@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::module_archive::secrets::SecretShapedFiles;
 use tfreg_core::providers::{evaluate, CurrentKeys};
 use tfreg_core::store::{partition, MetadataStore, ProblemRecord, Record};
 use tfreg_core::tokens::Access;
@@ -51,6 +52,10 @@ pub struct ModuleVersionStatus {
     pub sha256: String,
     /// Opaque: changes whenever the file does.
     pub revision: String,
+    /// What is wrong with the version although it is served, as sentences that say the fix:
+    /// secret-shaped files in its archive.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// A provider and the judgement on each of its versions.
@@ -317,15 +322,50 @@ pub async fn module_status(
             .module_archive(&Access::All, address, &listed.version)
             .await;
         if let Ok(archive) = archive {
+            let warnings = archive
+                .secret_shaped
+                .as_ref()
+                .filter(|found| !found.is_empty())
+                .map(|found| secret_shaped_warning(&archive.key, found))
+                .into_iter()
+                .collect();
             status.versions.push(ModuleVersionStatus {
                 version: listed.version.to_string(),
                 key: archive.key,
                 sha256: archive.sha256,
                 revision: archive.revision,
+                warnings,
             });
         }
     }
     Ok(status)
+}
+
+/// The warning for a served archive holding secret-shaped files.
+fn secret_shaped_warning(key: &str, found: &SecretShapedFiles) -> String {
+    let more = match found.more {
+        0 => String::new(),
+        more => format!(" and {more} more"),
+    };
+    escape_control_chars(&format!(
+        "{key} holds secret-shaped files: {}{more}; every reader of the namespace can download them: publish a new version without them, and rotate those secrets",
+        found.names.join(", ")
+    ))
+}
+
+/// `text` with control and other unprintable characters escaped as Rust would (`\n`,
+/// `\u{1b}`), for printing names that come from outside (archive entries, uploaded keys) on a
+/// terminal. Local and small: to be replaced by the shared helper.
+pub fn escape_control_chars(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            // `escape_debug` escapes these too, but they print as they are.
+            '\\' | '"' | '\'' => out.push(c),
+            c => out.extend(c.escape_debug()),
+        }
+    }
+    out
 }
 
 /// The judgement on every version of a provider, as the API makes it when it answers.
@@ -471,6 +511,22 @@ mod tests {
             key: key.into(),
             problem: "why".into(),
         })
+    }
+
+    #[test]
+    fn names_from_outside_print_with_their_control_characters_escaped() {
+        assert_eq!(
+            escape_control_chars("a\nb\u{1b}[31m\u{202e}c \"d\" é\\"),
+            "a\\nb\\u{1b}[31m\\u{202e}c \"d\" é\\"
+        );
+        let warning = secret_shaped_warning(
+            "modules/acme/vpc/aws/1.0.0.tar.gz",
+            &SecretShapedFiles {
+                names: vec![".env".into(), "keys/a.pem".into()],
+                more: 3,
+            },
+        );
+        assert_eq!(warning, "modules/acme/vpc/aws/1.0.0.tar.gz holds secret-shaped files: .env, keys/a.pem and 3 more; every reader of the namespace can download them: publish a new version without them, and rotate those secrets");
     }
 
     #[test]

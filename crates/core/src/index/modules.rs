@@ -2,7 +2,9 @@
 //! and their configuration parsed ([`crate::module_docs`]), then recorded with their size,
 //! revision, SHA-256, docs and the publisher's sidecar metadata. A version whose archive fails
 //! the check, or whose configuration does not parse, is never offered: its record is deleted
-//! and the reason becomes its problem record.
+//! and the reason becomes its problem record. An archive holding secret-shaped files
+//! ([`crate::module_archive::secrets`]) is served all the same, with a warning in the log and
+//! in its record (which `tfreg status` shows).
 //!
 //! Each revision is checked once: a replayed event for a recorded revision reads only the
 //! record. A refused revision is checked again on its next event, which is cheap, since
@@ -14,7 +16,8 @@ use std::io::SeekFrom;
 use super::spool::{self, Verdict};
 use super::Indexer;
 use crate::layout::ArchiveFormat;
-use crate::module_archive::{ModuleArchiveError, ModuleLimits};
+use crate::module_archive::secrets::SecretShapedFiles;
+use crate::module_archive::{ModuleArchiveError, ModuleLimits, ModuleSummary};
 use crate::module_docs::{self, DocsError, ModuleDocs};
 use crate::names::ModuleAddress;
 use crate::store::{ModuleArchive, Record, RecordId, StoreError};
@@ -39,8 +42,10 @@ impl Indexer {
             return Ok(None);
         };
         if let Some(Record::ModuleArchive(known)) = self.metadata.get(&id).await? {
-            // Records from before docs were read are read again, once.
-            if known.revision == meta.revision && known.docs.is_some() {
+            // Records from before docs (or secret-shaped files) were read are read again,
+            // once.
+            let complete = known.docs.is_some() && known.secret_shaped.is_some();
+            if known.revision == meta.revision && complete {
                 return Ok(None); // checked and recorded already
             }
         }
@@ -62,8 +67,8 @@ impl Indexer {
                 return Ok(Some(reason));
             }
         };
-        let docs = match check(&opened.file, format, self.module_limits.clone()).await? {
-            Ok(docs) => docs,
+        let (docs, summary) = match check(&opened.file, format, self.module_limits.clone()).await? {
+            Ok(checked) => checked,
             Err(reason) => {
                 self.metadata.delete(&id).await?;
                 return Ok(Some(reason));
@@ -91,6 +96,17 @@ impl Indexer {
             None => None,
         }
         .unwrap_or_default();
+        let secret_shaped = SecretShapedFiles::from_names(&summary.secret_shaped);
+        if !secret_shaped.is_empty() {
+            // Served all the same (an uploaded archive is served as uploaded), but said.
+            tracing::warn!(
+                key,
+                module = %address,
+                %version,
+                files = ?summary.secret_shaped,
+                "the archive holds secret-shaped files that every reader of the namespace can download: publish a new version without them, and rotate those secrets"
+            );
+        }
         self.metadata
             .put(Record::ModuleArchive(ModuleArchive {
                 address: address.clone(),
@@ -104,6 +120,7 @@ impl Indexer {
                 source: publisher.source,
                 description: publisher.description,
                 docs: Some(std::sync::Arc::new(docs)),
+                secret_shaped: Some(secret_shaped),
             }))
             .await?;
         Ok(None)
@@ -116,18 +133,22 @@ fn too_large(size: u64) -> String {
     )
 }
 
-/// Checks an archive and reads its docs ([`module_docs::read`]: the archive check, then its
-/// configuration parsed) on a blocking thread.
-async fn check(file: &File, format: ArchiveFormat, limits: ModuleLimits) -> Verdict<ModuleDocs> {
+/// Checks an archive and reads its docs ([`module_docs::read_checked`]: the archive check,
+/// then its configuration parsed) on a blocking thread.
+async fn check(
+    file: &File,
+    format: ArchiveFormat,
+    limits: ModuleLimits,
+) -> Verdict<(ModuleDocs, ModuleSummary)> {
     let file = file
         .try_clone()
         .map_err(|e| StoreError::with_source("cannot reopen a module archive", e))?;
-    let work = move || module_docs::read(&file, format, &limits);
+    let work = move || module_docs::read_checked(&file, format, &limits);
     let verdict = tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| StoreError::with_source("checking a module archive stopped", e))?;
     match verdict {
-        Ok(docs) => Ok(Ok(docs)),
+        Ok(checked) => Ok(Ok(checked)),
         Err(DocsError::Archive(ModuleArchiveError::Io(e))) => {
             Err(StoreError::with_source("cannot read a module archive", e))
         }

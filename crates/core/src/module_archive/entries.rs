@@ -38,6 +38,8 @@ pub(super) struct Found {
     root_entries: bool,
     /// Top-level folders that hold configuration themselves.
     configured_folders: BTreeSet<String>,
+    /// Secret-shaped files, as shown.
+    secret_shaped: Vec<String>,
 }
 
 impl Found {
@@ -53,6 +55,7 @@ impl Found {
             top: BTreeSet::new(),
             root_entries: false,
             configured_folders: BTreeSet::new(),
+            secret_shaped: Vec::new(),
         }
     }
 
@@ -86,6 +89,9 @@ impl Found {
                         self.configured_folders.insert(folder.to_owned());
                     }
                     _ => {}
+                }
+                if super::secrets::is_secret_shaped(&path) {
+                    self.secret_shaped.push(shown(&path));
                 }
             }
             Kind::Folder => {}
@@ -170,6 +176,7 @@ impl Found {
             files: self.files,
             file_bytes: self.file_bytes,
             configuration_files: self.configuration_files,
+            secret_shaped: self.secret_shaped,
         })
     }
 

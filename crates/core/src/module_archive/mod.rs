@@ -16,6 +16,10 @@
 //! - archive bombs: [`ModuleLimits`] caps the expanded size, the entry count, the compression
 //!   ratio and the time one check may take.
 //!
+//! Secret-shaped files ([`secrets`]: `.env`, `*.pem`, `credentials`, ...) are not refused (an
+//! uploaded archive is served as uploaded), but listed in [`ModuleSummary::secret_shaped`], so
+//! the indexer and `tfreg status` warn about them.
+//!
 //! Memory stays bounded: tar entries are read as a stream (no entry is buffered whole, and
 //! extension headers are read up to [`MAX_NAME_BYTES`]); a zip's listing is checked by
 //! [`crate::hash::h1_of_package`] (its end records, a metered listing, overlapping entries)
@@ -24,6 +28,7 @@
 
 mod entries;
 mod reader;
+pub mod secrets;
 mod targz;
 mod zipfile;
 
@@ -93,6 +98,9 @@ pub struct ModuleSummary {
     pub file_bytes: u64,
     /// Terraform configuration files (`*.tf`, `*.tf.json`) at the root.
     pub configuration_files: usize,
+    /// The paths of secret-shaped files ([`secrets::is_secret_shaped`]), in archive order:
+    /// served all the same, with a warning.
+    pub secret_shaped: Vec<String>,
 }
 
 /// Why a module archive is refused. `Display` is the reason a publisher reads; every variant

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use crate::module_archive::ModuleArchiveError;
 
 pub use read::{
-    read, MAX_CONFIG_BYTES, MAX_CONFIG_FILE_BYTES, MAX_DOCS_BYTES, MAX_FOLDERS, MAX_README_BYTES,
+    read, read_checked, MAX_CONFIG_BYTES, MAX_CONFIG_FILE_BYTES, MAX_DOCS_BYTES, MAX_FOLDERS,
+    MAX_README_BYTES,
 };
 
 /// Why a module's docs cannot be read: the archive is refused, or its configuration.

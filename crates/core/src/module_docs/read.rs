@@ -8,7 +8,7 @@ use std::io::{self, Read};
 
 use super::{fit, hcl, json, DocsError, ModuleDocs, ModulePart};
 use crate::layout::ArchiveFormat;
-use crate::module_archive::{self, ModuleLimits};
+use crate::module_archive::{self, ModuleLimits, ModuleSummary};
 
 /// The largest `.tf`/`.tf.json` file read (real ones are a few kilobytes).
 pub const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
@@ -45,8 +45,17 @@ pub fn read(
     format: ArchiveFormat,
     limits: &ModuleLimits,
 ) -> Result<ModuleDocs, DocsError> {
+    read_checked(file, format, limits).map(|(docs, _)| docs)
+}
+
+/// [`read`], with what the archive check found (its secret-shaped files, for one).
+pub fn read_checked(
+    file: &File,
+    format: ArchiveFormat,
+    limits: &ModuleLimits,
+) -> Result<(ModuleDocs, ModuleSummary), DocsError> {
     let mut collected = Collected::default();
-    module_archive::check_visiting(file, format, limits, &mut |path, content| {
+    let summary = module_archive::check_visiting(file, format, limits, &mut |path, content| {
         collected.visit(path, content)
     })?;
     if let Some(refused) = collected.refused {
@@ -62,7 +71,7 @@ pub fn read(
         }
     }
     fit(&mut docs, MAX_DOCS_BYTES);
-    Ok(docs)
+    Ok((docs, summary))
 }
 
 /// What `path` is to the docs: its folder and file name, when it is read.
