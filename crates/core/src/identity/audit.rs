@@ -1,7 +1,16 @@
 //! The audit trail: one structured log line (target `tfreg::audit`) for every token
 //! issued, exchanged, used for the first time, revoked or refused, with the token's id,
 //! who it belongs to and why. Never the secret: an id identifies a token without granting
-//! anything.
+//! anything. Values from outside (a subject from an ID token, a reason quoting a claim) are
+//! escaped ([`crate::text::for_terminal`]): whatever the log's format, no control or
+//! disguising character reaches it raw.
+
+use std::borrow::Cow;
+
+/// A value from outside, as an audit line carries it.
+fn escaped(value: &str) -> Cow<'_, str> {
+    crate::text::for_terminal(value)
+}
 
 /// What happened to a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +45,8 @@ impl Event {
 /// token was issued to, when known; `reason` says how or why, in words.
 pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reason: &str) {
     let name = event.name();
+    let (token_id, subject) = (token_id.map(escaped), subject.map(escaped));
+    let (token_id, subject, reason) = (token_id.as_deref(), subject.as_deref(), &*escaped(reason));
     match event {
         Event::Refused => tracing::warn!(
             target: "tfreg::audit",
