@@ -8,6 +8,7 @@ use anyhow::Context;
 use tfreg_core::gpg::MAX_KEY_BYTES;
 use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified, MODULE_METADATA_SUFFIX};
 use tfreg_core::module_docs::publisher::PublisherMetadata;
+use tfreg_core::text::for_terminal;
 use tfreg_core::ProviderAddress;
 
 use super::args::{ModuleArgs, ProviderArgs};
@@ -50,10 +51,8 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
             packed.bytes
         );
         if !packed.excluded.is_empty() {
-            println!(
-                "  left out (never published): {}",
-                packed.excluded.join(" ")
-            );
+            let excluded = packed.excluded.join(" ");
+            println!("  left out (never published): {}", for_terminal(&excluded));
         }
         (out, ArchiveFormat::TarGz)
     } else {
@@ -143,7 +142,7 @@ pub(super) async fn provider(args: ProviderArgs, temp: &Path) -> anyhow::Result<
         }
     );
     if !found.ignored.is_empty() {
-        println!("  left alone: {}", found.ignored.join(" "));
+        println!("  left alone: {}", for_terminal(&found.ignored.join(" ")));
     }
 
     let folder = format!("providers/{address}/{version}");
@@ -217,7 +216,8 @@ async fn signing_key(
     for existing in trusted {
         let bytes = std::fs::read(&existing.path)?;
         if bytes.trim_ascii() == text.trim_ascii() {
-            println!("  signing key: already trusted as {}", existing.key);
+            let key = for_terminal(&existing.key);
+            println!("  signing key: already trusted as {key}");
             return Ok(None);
         }
     }
@@ -233,6 +233,7 @@ async fn signing_key(
         }
     };
     let key = format!("keys/{}/{name}", provider.namespace);
-    println!("  signing key: {} as {key}", path.display());
+    let (file, key_shown) = (path.display().to_string(), for_terminal(&key));
+    println!("  signing key: {} as {key_shown}", for_terminal(&file));
     Ok(Some(Upload::of(key, path, Role::SigningKey).await?))
 }
