@@ -122,7 +122,8 @@ pub async fn reindex(args: ReindexArgs) -> anyhow::Result<()> {
         .with_deferred_documents();
     let report = crate::reindex_with_progress(&indexer, "reindexing {pos}/{len} objects").await?;
     for change in &report.changes {
-        println!("{change}");
+        // Keys and refusal reasons from the bucket: escaped.
+        println!("{}", tfreg_core::text::for_terminal(&change.to_string()));
     }
     println!(
         "reindexed s3://{}: {} changed, {} published, {} rejected (see `tfreg status` or the log), {} failed",

@@ -86,7 +86,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors may quote what came from outside: the last guard for anything raw.
+            let message = format!("{e:#}");
+            eprintln!("error: {}", tfreg_core::text::lines_for_terminal(&message));
             ExitCode::from(exit::FAILED)
         }
     }

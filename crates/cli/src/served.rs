@@ -171,7 +171,7 @@ async fn keep(
 /// Replaces the file at once (a temporary file, then a rename), readable by whoever may
 /// read the state folder: publishers read it to wait.
 fn write(path: &Path, file: &ServedFile) -> std::io::Result<()> {
-    let json = serde_json::to_vec(file).map_err(std::io::Error::other)?;
+    let json = tfreg_core::text::json::to_vec(file).map_err(std::io::Error::other)?;
     let temporary = path.with_extension("json.tmp");
     std::fs::write(&temporary, json)?;
     std::fs::rename(&temporary, path)

@@ -1,7 +1,8 @@
 //! `tfreg show NS/NAME/SYSTEM[@VERSION]`: a module version's inputs, outputs and providers, as
 //! read from its archive at publish. Without a version, the latest one without a prerelease
 //! part. Reads a data directory (indexed first, as `tfreg status` does) or the AWS shape's
-//! table.
+//! table. Everything but the address and version came from the module's archive: it is
+//! printed escaped ([`for_terminal`]), JSON included.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use tfreg_aws::settings::{BucketSetting, TableSetting};
 use tfreg_core::module_docs::ModulePart;
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::ModuleArchive;
+use tfreg_core::text::for_terminal as t;
 use tfreg_core::tokens::Access;
 use tfreg_core::{Indexer, ModuleAddress, Registry, Version};
 use tfreg_local::{FsArtifactStore, LocalMetadataStore};
@@ -96,7 +98,10 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
         .module_archive(&Access::All, &address, &version)
         .await?;
     match args.json {
-        true => println!("{}", serde_json::to_string_pretty(&document(&archive))?),
+        true => println!(
+            "{}",
+            tfreg_core::text::json::to_string_pretty(&document(&archive))?
+        ),
         false => print!("{}", text(&archive)?),
     }
     Ok(ExitCode::SUCCESS)
@@ -113,14 +118,16 @@ fn document(archive: &ModuleArchive) -> serde_json::Value {
     })
 }
 
+/// The version's record as text, one line per input, output and provider: values from the
+/// archive escaped, their newlines included.
 fn text(archive: &ModuleArchive) -> anyhow::Result<String> {
     let mut out = String::new();
     writeln!(out, "module {} {}", archive.address, archive.version)?;
     if let Some(description) = &archive.description {
-        writeln!(out, "  {description}")?;
+        writeln!(out, "  {}", t(description))?;
     }
     if let Some(source) = &archive.source {
-        writeln!(out, "  source: {source}")?;
+        writeln!(out, "  source: {}", t(source))?;
     }
     let Some(docs) = &archive.docs else {
         writeln!(
@@ -131,7 +138,7 @@ fn text(archive: &ModuleArchive) -> anyhow::Result<String> {
     };
     part(&mut out, &docs.root)?;
     for sub in docs.submodules.iter().chain(&docs.examples) {
-        writeln!(out, "\n{}:", sub.path)?;
+        writeln!(out, "\n{}:", t(&sub.path))?;
         part(&mut out, sub)?;
     }
     Ok(out)
@@ -139,19 +146,21 @@ fn text(archive: &ModuleArchive) -> anyhow::Result<String> {
 
 fn part(out: &mut String, part: &ModulePart) -> anyhow::Result<()> {
     if let Some(required) = &part.required_version {
-        writeln!(out, "  terraform {required}")?;
+        writeln!(out, "  terraform {}", t(required))?;
     }
     writeln!(out, "  inputs:")?;
     for input in &part.inputs {
         let default = match &input.default {
-            Some(default) => format!(" = {default}"),
+            Some(default) => format!(" = {}", t(default)),
             None => " (required)".into(),
         };
         let sensitive = if input.sensitive { " (sensitive)" } else { "" };
         writeln!(
             out,
             "    {} {}{default}{sensitive}  {}",
-            input.name, input.type_, input.description
+            t(&input.name),
+            t(&input.type_),
+            t(&input.description)
         )?;
     }
     writeln!(out, "  outputs:")?;
@@ -160,7 +169,8 @@ fn part(out: &mut String, part: &ModulePart) -> anyhow::Result<()> {
         writeln!(
             out,
             "    {}{sensitive}  {}",
-            output.name, output.description
+            t(&output.name),
+            t(&output.description)
         )?;
     }
     writeln!(out, "  providers:")?;
@@ -168,7 +178,9 @@ fn part(out: &mut String, part: &ModulePart) -> anyhow::Result<()> {
         writeln!(
             out,
             "    {} {} {}",
-            provider.name, provider.source, provider.version
+            t(&provider.name),
+            t(&provider.source),
+            t(&provider.version)
         )?;
     }
     Ok(())
@@ -176,6 +188,65 @@ fn part(out: &mut String, part: &ModulePart) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use tfreg_core::layout::ArchiveFormat;
+    use tfreg_core::module_docs::{ModuleDocs, ModuleInput, ModuleOutput, ModulePart};
+    use tfreg_core::store::ModuleArchive;
+    use tfreg_core::text::must_escape;
+    use tfreg_core::{ModuleAddress, Version};
+
+    #[test]
+    fn what_the_archive_says_is_printed_escaped() {
+        let hostile = "evil\n\x1b[31mroot\u{9b}2J\u{202e}";
+        let part = ModulePart {
+            path: format!("modules/{hostile}"),
+            inputs: vec![ModuleInput {
+                name: hostile.into(),
+                type_: hostile.into(),
+                description: hostile.into(),
+                default: Some(hostile.into()),
+                ..ModuleInput::default()
+            }],
+            outputs: vec![ModuleOutput {
+                name: hostile.into(),
+                description: hostile.into(),
+                sensitive: false,
+            }],
+            required_version: Some(hostile.into()),
+            ..ModulePart::default()
+        };
+        let archive = ModuleArchive {
+            address: ModuleAddress::parse("acme", "net", "aws").unwrap(),
+            version: Version::parse("1.0.0").unwrap(),
+            key: "modules/acme/net/aws/1.0.0.tar.gz".into(),
+            format: ArchiveFormat::TarGz,
+            size: 1,
+            revision: "r".into(),
+            sha256: "0".repeat(64),
+            published_at: 0,
+            secret_shaped: None,
+            source: Some(hostile.into()),
+            description: Some(hostile.into()),
+            docs: Some(Arc::new(ModuleDocs {
+                root: part.clone(),
+                submodules: vec![part],
+                ..ModuleDocs::default()
+            })),
+        };
+        let out = super::text(&archive).unwrap();
+        assert!(!out.contains(|c| c != '\n' && must_escape(c)), "{out:?}");
+        assert_eq!(
+            out.matches(r"evil\n\u{1b}[31mroot\u{9b}2J\u{202e}").count(),
+            17
+        );
+        let json = tfreg_core::text::json::to_string_pretty(&super::document(&archive)).unwrap();
+        assert!(!json.contains(|c| c != '\n' && must_escape(c)), "{json}");
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["description"], hostile);
+        assert_eq!(back["docs"]["root"]["inputs"][0]["description"], hostile);
+    }
+
     #[test]
     fn addresses_parse_with_and_without_a_version() {
         let (address, version) = super::parse("acme/network/aws@1.2.0-rc.1").unwrap();

@@ -2,7 +2,8 @@
 //! It indexes the directory itself with the server's own rules, so it needs no running
 //! server and always agrees with what one would serve. For scripts: `--json` (the document
 //! of [`crate::report`]), a filter by namespace or address, and exit status 3 when anything
-//! within the filter is refused.
+//! within the filter is refused. File names and refusal reasons come from the data
+//! directory or bucket: every value is printed escaped ([`for_terminal`]), JSON included.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -14,10 +15,11 @@ use anyhow::Context;
 use clap::Args;
 use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::text::for_terminal as t;
 use tfreg_core::{ArtifactStore, Indexer, MetadataStore, Registry};
 use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
-use crate::report::{self, escape_control_chars, Filter, Scope, StatusDoc};
+use crate::report::{self, Filter, Scope, StatusDoc};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -104,7 +106,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 /// Prints the document; the exit status says whether anything is refused.
 fn print(doc: &StatusDoc, json: bool) -> anyhow::Result<ExitCode> {
     if json {
-        println!("{}", serde_json::to_string_pretty(doc)?);
+        println!("{}", tfreg_core::text::json::to_string_pretty(doc)?);
     } else {
         print!("{}", text(doc)?);
     }
@@ -114,7 +116,8 @@ fn print(doc: &StatusDoc, json: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The status report, as text.
+/// The status report, as text, every value escaped (names and versions are validated, but
+/// keys, key IDs and reasons are not).
 fn text(doc: &StatusDoc) -> anyhow::Result<String> {
     let mut out = String::new();
     writeln!(out, "Modules:")?;
@@ -127,14 +130,14 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
             false => module
                 .versions
                 .iter()
-                .map(|v| v.version.as_str())
+                .map(|v| t(&v.version))
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        writeln!(out, "  {}: {versions}", module.address)?;
+        writeln!(out, "  {}: {versions}", t(&module.address))?;
         for version in &module.versions {
             for warning in &version.warnings {
-                writeln!(out, "    warning: {}", escape_control_chars(warning))?;
+                writeln!(out, "    warning: {}", t(warning))?;
             }
         }
     }
@@ -144,23 +147,23 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
         writeln!(out, "  (none)")?;
     }
     for provider in &doc.providers {
-        writeln!(out, "  {}", provider.address)?;
+        writeln!(out, "  {}", t(&provider.address))?;
         for release in &provider.versions {
-            let version = &release.version;
+            let version = t(&release.version);
             if release.served {
-                let signer = release.signed_by.as_deref().unwrap_or("?");
+                let signer = t(release.signed_by.as_deref().unwrap_or("?"));
                 writeln!(out, "    {version:<12} served, signed by key {signer}")?;
             } else {
                 writeln!(out, "    {version:<12} NOT SERVED")?;
             }
             for problem in &release.problems {
-                writeln!(out, "    {:<12}   {problem}", "")?;
+                writeln!(out, "    {:<12}   {}", "", t(problem))?;
             }
             for platform in &release.platforms {
-                let name = &platform.platform;
+                let name = t(&platform.platform);
                 match &platform.problem {
                     None => writeln!(out, "    {:<12}   {name}: ok", "")?,
-                    Some(why) => writeln!(out, "    {:<12}   {name}: not offered: {why}", "")?,
+                    Some(why) => writeln!(out, "    {:<12}   {name}: not offered: {}", "", t(why))?,
                 }
             }
         }
@@ -174,10 +177,10 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
         writeln!(
             out,
             "  {}/{} {}: {}",
-            mirrored.hostname,
-            mirrored.address,
-            mirrored.version,
-            mirrored.platforms.join(" ")
+            t(&mirrored.hostname),
+            t(&mirrored.address),
+            t(&mirrored.version),
+            t(&mirrored.platforms.join(" "))
         )?;
     }
 
@@ -186,7 +189,53 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
         writeln!(out, "  (none)")?;
     }
     for problem in &doc.problems {
-        writeln!(out, "  {}\n    {}", problem.key, problem.reason)?;
+        writeln!(out, "  {}\n    {}", t(&problem.key), t(&problem.reason))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{PlatformStatus, Problem, ProviderStatus, ProviderVersionStatus};
+
+    #[test]
+    fn keys_and_reasons_are_printed_escaped() {
+        let hostile = "evil\n\x1b[31mroot\u{9b}2J\u{202e}";
+        let doc = StatusDoc {
+            schema: 1,
+            providers: vec![ProviderStatus {
+                address: "acme/widget".into(),
+                versions: vec![ProviderVersionStatus {
+                    version: "1.0.0".into(),
+                    served: true,
+                    signed_by: Some(hostile.into()),
+                    problems: vec![hostile.into()],
+                    platforms: vec![PlatformStatus {
+                        platform: "linux_amd64".into(),
+                        problem: Some(hostile.into()),
+                        ..PlatformStatus::default()
+                    }],
+                    ..ProviderVersionStatus::default()
+                }],
+            }],
+            problems: vec![Problem {
+                key: format!("modules/acme/net/aws/{hostile}.tar.gz"),
+                reason: format!("invalid version {hostile}"),
+                ..Problem::default()
+            }],
+            refused: 1,
+            ..StatusDoc::default()
+        };
+        let out = text(&doc).unwrap();
+        assert!(!out.contains(|c| c != '\n' && tfreg_core::text::must_escape(c)));
+        assert_eq!(
+            out.matches(r"evil\n\u{1b}[31mroot\u{9b}2J\u{202e}").count(),
+            5
+        );
+        assert!(
+            !out.lines().any(|l| l.starts_with("\u{1b}[31mroot")),
+            "{out}"
+        );
+    }
 }

@@ -1,4 +1,6 @@
-//! `tfreg token create|list|revoke`: bearer tokens for Terraform.
+//! `tfreg token create|list|revoke`: bearer tokens for Terraform. What a token record holds
+//! came partly from outside (a subject and how it was issued, from ID-token claims): it is
+//! printed escaped ([`for_terminal`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use tfreg_core::identity::audit::{self, Event};
+use tfreg_core::text::for_terminal;
 use tfreg_core::tokens::{generate, unix, TokenRecord, TokenStore};
 use tfreg_core::Namespace;
 use tfreg_local::{FileTokenStore, StateDir};
@@ -47,6 +50,11 @@ enum TokenCommand {
     List {
         #[command(flatten)]
         location: Location,
+        /// Print the list as JSON: one object a token, with `id`, `namespaces`, `status`,
+        /// `created_at`, `expires_at`, `last_used_at`, `revoked_at` (Unix seconds or null),
+        /// `subject`, `issued_via` and `description`.
+        #[arg(long)]
+        json: bool,
     },
     /// Revoke a token by its ID; it is refused from the next request on.
     Revoke {
@@ -141,22 +149,27 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             println!("or as the environment variable TF_TOKEN_<host, dots as _>.");
             println!("{}", new.token);
         }
-        TokenCommand::List { location } => {
+        TokenCommand::List { location, json } => {
             let mut tokens = store(&location).await?.list().await?;
             tokens.sort_by_key(|t| t.created_at);
-            print!("{}", table(&tokens, SystemTime::now()));
+            match json {
+                true => println!("{}", document(&tokens, SystemTime::now())?),
+                false => print!("{}", table(&tokens, SystemTime::now())),
+            }
         }
         TokenCommand::Revoke { location, id } => {
             let store = store(&location).await?;
             let Some(mut record) = store.get(&id).await? else {
                 bail!("no token has the ID {id:?} (see `tfreg token list`)");
             };
+            let id = for_terminal(&id).into_owned();
             if record.revoked_at.is_some() {
                 println!("Token {id} was already revoked.");
                 return Ok(());
             }
             record.revoked_at = Some(unix(SystemTime::now()));
             let subject = record.subject.clone();
+            let id = record.id.clone();
             store.put(record).await.context("cannot revoke")?;
             audit::record(
                 Event::Revoked,
@@ -164,13 +177,45 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
                 subject.as_deref(),
                 "tfreg token revoke",
             );
-            println!("Revoked token {id}.");
+            println!("Revoked token {}.", for_terminal(&id));
         }
     }
     Ok(())
 }
 
-/// `tfreg token list` output: one row per token.
+fn status(token: &TokenRecord, now: SystemTime) -> &'static str {
+    if token.revoked_at.is_some() {
+        "revoked"
+    } else if token.is_expired(now) {
+        "expired"
+    } else {
+        "active"
+    }
+}
+
+/// `tfreg token list --json`: escaped as every JSON output is.
+fn document(tokens: &[TokenRecord], now: SystemTime) -> anyhow::Result<String> {
+    let list: Vec<serde_json::Value> = tokens
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "id": t.id,
+                "namespaces": t.namespaces,
+                "status": status(t, now),
+                "created_at": t.created_at,
+                "expires_at": t.expires_at,
+                "last_used_at": t.last_used_at,
+                "revoked_at": t.revoked_at,
+                "subject": t.subject,
+                "issued_via": t.issued_via,
+                "description": t.description,
+            })
+        })
+        .collect();
+    Ok(tfreg_core::text::json::to_string_pretty(&list)?)
+}
+
+/// `tfreg token list` output: one row per token, every value escaped.
 fn table(tokens: &[TokenRecord], now: SystemTime) -> String {
     let mut rows = vec![[
         "ID".to_owned(),
@@ -193,25 +238,19 @@ fn table(tokens: &[TokenRecord], now: SystemTime) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        let status = if t.revoked_at.is_some() {
-            "revoked"
-        } else if t.is_expired(now) {
-            "expired"
-        } else {
-            "active"
-        };
+        let text = |value: &str| for_terminal(value).into_owned();
         rows.push([
-            t.id.clone(),
-            reads,
-            status.to_owned(),
+            text(&t.id),
+            text(&reads),
+            status(t, now).to_owned(),
             time(t.created_at),
             t.expires_at.map_or("never".into(), time),
             t.last_used_at.map_or("never".into(), time),
-            t.subject.clone().unwrap_or_else(|| "-".into()),
+            t.subject.as_deref().map_or("-".into(), text),
             t.issued_via
-                .clone()
-                .unwrap_or_else(|| "tfreg token create".into()),
-            t.description.clone(),
+                .as_deref()
+                .map_or("tfreg token create".into(), text),
+            text(&t.description),
         ]);
     }
     let widths: Vec<usize> = (0..9)
@@ -231,4 +270,31 @@ fn table(tokens: &[TokenRecord], now: SystemTime) -> String {
         out.push_str("(no tokens: create one with `tfreg token create`)\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_values_are_listed_escaped() {
+        let mut record = generate(vec![], "ci\u{202e}gpj.exe".into(), None, UNIX_EPOCH).record;
+        record.subject = Some("evil\n\x1b[31mroot\u{9b}2J".into());
+        record.issued_via = Some("CI exchange\r\u{7f}".into());
+        let now = UNIX_EPOCH + Duration::from_secs(1);
+        let table = table(std::slice::from_ref(&record), now);
+        assert_eq!(table.lines().count(), 2, "{table}");
+        let raw = |c: char| c != '\n' && tfreg_core::text::must_escape(c);
+        assert!(!table.contains(raw), "{table:?}");
+        assert!(table.contains(r"evil\n\u{1b}[31mroot\u{9b}2J"), "{table}");
+        assert!(table.contains(r"CI exchange\r\u{7f}"), "{table}");
+        assert!(table.contains(r"ci\u{202e}gpj.exe"), "{table}");
+
+        let json = document(std::slice::from_ref(&record), now).unwrap();
+        assert!(!json.contains(raw), "{json}");
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back[0]["subject"], "evil\n\x1b[31mroot\u{9b}2J");
+        assert_eq!(back[0]["description"], "ci\u{202e}gpj.exe");
+        assert_eq!(back[0]["status"], "active");
+    }
 }

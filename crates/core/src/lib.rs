@@ -7,7 +7,8 @@
 //! - [`registry`] and [`protocol`]: the protocol answers and their JSON documents;
 //! - [`signing`]: self-authorising download URLs for stores that serve their own files;
 //! - [`gpg`], [`hash`], [`release`] and [`providers`]: provider signatures, package hashes,
-//!   release files, and the judgement of which provider versions are served.
+//!   release files, and the judgement of which provider versions are served;
+//! - [`text`]: text from outside escaped for terminals, logs and JSON.
 //!
 //! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
 
@@ -27,6 +28,7 @@ pub mod registry;
 pub mod release;
 pub mod signing;
 pub mod store;
+pub mod text;
 pub mod token_cache;
 pub mod tokens;
 pub mod version;

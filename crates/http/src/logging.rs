@@ -3,13 +3,19 @@
 //! a signature, but libraries may: at `trace`, `lambda_runtime` logs each raw event, whose
 //! headers hold the caller's bearer token. So the writer, which sees every formatted line
 //! whoever logged it, removes bearer tokens, tfreg tokens, and the signatures and session
-//! tokens of download URLs before anything is written.
+//! tokens of download URLs before anything is written. It also escapes what no line may
+//! carry raw ([`escape`]): control and disguising characters, from file names or ID-token
+//! claims, whatever logged them and in both formats.
+
+mod escape;
 
 use std::borrow::Cow;
 use std::io::{self, Write};
 
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
+
+pub use escape::{escape_line, LineFormat};
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -31,7 +37,10 @@ pub fn init(default: &str, style: LogStyle) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(Redacting::new(io::stderr))
+        .with_writer(Redacting::new(io::stderr).escaping(match style.json {
+            true => LineFormat::Json,
+            false => LineFormat::Text { ansi: style.ansi },
+        }))
         .with_ansi(style.ansi);
     match (style.json, style.time) {
         (true, _) => builder
@@ -46,15 +55,26 @@ pub fn init(default: &str, style: LogStyle) {
     }
 }
 
-/// Makes writers that redact each log line before passing it to the writers of `inner`.
+/// Makes writers that redact and escape each log line before passing it to the writers of
+/// `inner`.
 #[derive(Debug, Clone)]
 pub struct Redacting<M> {
     inner: M,
+    format: LineFormat,
 }
 
 impl<M> Redacting<M> {
+    /// For uncoloured text lines; see [`Redacting::escaping`].
     pub fn new(inner: M) -> Self {
-        Self { inner }
+        Self {
+            inner,
+            format: LineFormat::Text { ansi: false },
+        }
+    }
+
+    /// Escapes as lines of `format` need.
+    pub fn escaping(self, format: LineFormat) -> Self {
+        Self { format, ..self }
     }
 }
 
@@ -64,6 +84,7 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Redacting<M> {
     fn make_writer(&'a self) -> Self::Writer {
         RedactingWriter {
             line: Vec::new(),
+            format: self.format,
             inner: self.inner.make_writer(),
         }
     }
@@ -73,6 +94,7 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Redacting<M> {
 /// writer per event, so a secret is never split between two writes).
 pub struct RedactingWriter<W: Write> {
     line: Vec<u8>,
+    format: LineFormat,
     inner: W,
 }
 
@@ -90,7 +112,10 @@ impl<W: Write> Write for RedactingWriter<W> {
 impl<W: Write> Drop for RedactingWriter<W> {
     fn drop(&mut self) {
         let text = String::from_utf8_lossy(&self.line);
-        let _ = self.inner.write_all(redact(&text).as_bytes());
+        let redacted = redact(&text);
+        let _ = self
+            .inner
+            .write_all(escape_line(&redacted, self.format).as_bytes());
         let _ = self.inner.flush();
     }
 }

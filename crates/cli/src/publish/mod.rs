@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use tfreg_core::text::for_terminal;
 use tfreg_core::{ModuleAddress, ProviderAddress, Version};
 
 pub use args::PublishArgs;
@@ -155,11 +156,12 @@ impl Refusal {
     }
 }
 
+/// One line per reason; reasons quote file names and archive entries, so each is escaped.
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.headline)?;
+        write!(f, "{}", for_terminal(&self.headline))?;
         for reason in &self.reasons {
-            write!(f, "\n  {reason}")?;
+            write!(f, "\n  {}", for_terminal(reason))?;
         }
         Ok(())
     }
@@ -204,14 +206,13 @@ async fn publish(
             Existing::Absent => uploads.push(file.clone()),
             Existing::File { sha256 } if sha256 == file.sha256 => {}
             Existing::File { .. } if file.role == Role::SigningKey => {
-                println!("  replacing {} (the same key ID, renewed)", file.key);
+                let key = for_terminal(&file.key);
+                println!("  replacing {key} (the same key ID, renewed)");
                 uploads.push(file.clone());
             }
             Existing::File { .. } if file.role == Role::ModuleMetadata => {
-                println!(
-                    "  replacing {} (the version's source and description)",
-                    file.key
-                );
+                let key = for_terminal(&file.key);
+                println!("  replacing {key} (the version's source and description)");
                 uploads.push(file.clone());
             }
             Existing::File { sha256 } => refusals.push(format!(
@@ -257,7 +258,8 @@ async fn publish(
     if options.dry_run {
         println!("dry run: nothing uploaded; would upload:");
         for file in &uploads {
-            println!("  {} ({} bytes)", dest.describe(&file.key), file.size);
+            let file_name = for_terminal(&dest.describe(&file.key)).into_owned();
+            println!("  {file_name} ({} bytes)", file.size);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -314,7 +316,7 @@ async fn upload(dest: &Destination, files: &[Upload]) -> anyhow::Result<()> {
     for file in files {
         bar.set_message(tfreg_core::store::file_name(&file.key).to_owned());
         dest.put(file, &bar).await?;
-        bar.suspend(|| println!("uploaded {}", dest.describe(&file.key)));
+        bar.suspend(|| println!("uploaded {}", for_terminal(&dest.describe(&file.key))));
     }
     bar.finish_and_clear();
     Ok(())
@@ -364,9 +366,9 @@ fn describe(served: &Served) -> String {
             signed_by,
         } => format!(
             " for {} (protocols {}), signed by key {}",
-            platforms.join(" "),
-            protocols.join(", "),
-            signed_by.as_deref().unwrap_or("?")
+            for_terminal(&platforms.join(" ")),
+            for_terminal(&protocols.join(", ")),
+            for_terminal(signed_by.as_deref().unwrap_or("?"))
         ),
     }
 }

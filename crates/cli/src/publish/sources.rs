@@ -13,7 +13,7 @@ use tfreg_core::ProviderAddress;
 use super::args::{ModuleArgs, ProviderArgs};
 use super::dest::Destination;
 use super::{dist, leave_out, pack, publish, Plan, Refusal, Role, Subject, Upload};
-use crate::report::escape_control_chars;
+use tfreg_core::text::for_terminal;
 
 pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<ExitCode> {
     let ModuleArgs {
@@ -106,7 +106,7 @@ fn print_packed(source: &Path, packed: &pack::Packed) {
     let plural = if packed.files == 1 { "" } else { "s" };
     println!(
         "packed {}: {} file{plural}, {} bytes",
-        escape_control_chars(&source.display().to_string()),
+        for_terminal(&source.display().to_string()),
         packed.files,
         packed.bytes
     );
@@ -116,7 +116,7 @@ fn print_packed(source: &Path, packed: &pack::Packed) {
         .filter(|e| !packed.secret_shaped.contains(e))
         .map(String::as_str)
         .collect();
-    let list = |names: &[&str]| escape_control_chars(&names.join(" "));
+    let list = |names: &[&str]| for_terminal(&names.join(" ")).into_owned();
     if !never.is_empty() {
         println!("  left out (never published): {}", list(&never));
     }
@@ -135,7 +135,7 @@ fn print_packed(source: &Path, packed: &pack::Packed) {
         );
     }
     for warning in &packed.warnings {
-        eprintln!("warning: {}", escape_control_chars(warning));
+        eprintln!("warning: {}", for_terminal(warning));
     }
 }
 
@@ -162,22 +162,23 @@ async fn archive_secrets(
         }
     }
     for warning in include.warnings() {
-        eprintln!("warning: {}", escape_control_chars(&warning));
+        eprintln!("warning: {}", for_terminal(&warning));
     }
     if !left.is_empty() {
         return Err(Refusal::error(
             format!("{what}: nothing was uploaded"),
-            vec![escape_control_chars(&format!(
+            vec![for_terminal(&format!(
                 "{} holds secret-shaped files: {}; once published, every reader of the namespace could download them, for good. Publish the module's folder instead (tfreg publish leaves them out), pack the archive without them, or publish them anyway with --include PATTERN",
                 source.display(),
                 left.join(" ")
-            ))],
+            ))
+            .into_owned()],
         ));
     }
     if !included.is_empty() {
         println!(
             "  published although secret-shaped (--include): {}",
-            escape_control_chars(&included.join(" "))
+            for_terminal(&included.join(" "))
         );
     }
     Ok(())
@@ -218,7 +219,7 @@ pub(super) async fn provider(args: ProviderArgs, temp: &Path) -> anyhow::Result<
         }
     );
     if !found.ignored.is_empty() {
-        println!("  left alone: {}", found.ignored.join(" "));
+        println!("  left alone: {}", for_terminal(&found.ignored.join(" ")));
     }
 
     let folder = format!("providers/{address}/{version}");
@@ -292,7 +293,8 @@ async fn signing_key(
     for existing in trusted {
         let bytes = std::fs::read(&existing.path)?;
         if bytes.trim_ascii() == text.trim_ascii() {
-            println!("  signing key: already trusted as {}", existing.key);
+            let key = for_terminal(&existing.key);
+            println!("  signing key: already trusted as {key}");
             return Ok(None);
         }
     }
@@ -308,6 +310,7 @@ async fn signing_key(
         }
     };
     let key = format!("keys/{}/{name}", provider.namespace);
-    println!("  signing key: {} as {key}", path.display());
+    let (file, key_shown) = (path.display().to_string(), for_terminal(&key));
+    println!("  signing key: {} as {key_shown}", for_terminal(&file));
     Ok(Some(Upload::of(key, path, Role::SigningKey).await?))
 }

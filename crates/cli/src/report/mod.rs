@@ -347,25 +347,11 @@ fn secret_shaped_warning(key: &str, found: &SecretShapedFiles) -> String {
         0 => String::new(),
         more => format!(" and {more} more"),
     };
-    escape_control_chars(&format!(
+    // Names from outside, as they are: every output escapes them (text and JSON alike).
+    format!(
         "{key} holds secret-shaped files: {}{more}; every reader of the namespace can download them: publish a new version without them, and rotate those secrets",
         found.names.join(", ")
-    ))
-}
-
-/// `text` with control and other unprintable characters escaped as Rust would (`\n`,
-/// `\u{1b}`), for printing names that come from outside (archive entries, uploaded keys) on a
-/// terminal. Local and small: to be replaced by the shared helper.
-pub fn escape_control_chars(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            // `escape_debug` escapes these too, but they print as they are.
-            '\\' | '"' | '\'' => out.push(c),
-            c => out.extend(c.escape_debug()),
-        }
-    }
-    out
+    )
 }
 
 /// The judgement on every version of a provider, as the API makes it when it answers.
@@ -514,11 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn names_from_outside_print_with_their_control_characters_escaped() {
-        assert_eq!(
-            escape_control_chars("a\nb\u{1b}[31m\u{202e}c \"d\" é\\"),
-            "a\\nb\\u{1b}[31m\\u{202e}c \"d\" é\\"
-        );
+    fn a_secret_shaped_warning_names_the_files_and_the_fix() {
         let warning = secret_shaped_warning(
             "modules/acme/vpc/aws/1.0.0.tar.gz",
             &SecretShapedFiles {

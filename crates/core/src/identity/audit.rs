@@ -4,6 +4,16 @@
 //! anything. A claim is never passed off as a fact: `subject` is who the registry knows
 //! the token is for (its own record, or an ID token whose signature it checked);
 //! `claimed_subject` is what an unverified token says ([`record_claimed`]).
+//! Values from outside (a subject from an ID token, a reason quoting a claim) are escaped
+//! ([`crate::text::for_terminal`]): whatever the log's format, no control or disguising
+//! character reaches it raw.
+
+use std::borrow::Cow;
+
+/// A value from outside, as an audit line carries it.
+fn escaped(value: &str) -> Cow<'_, str> {
+    crate::text::for_terminal(value)
+}
 
 /// What happened to a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +48,8 @@ impl Event {
 /// token was issued to, when known; `reason` says how or why, in words.
 pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reason: &str) {
     let name = event.name();
+    let (token_id, subject) = (token_id.map(escaped), subject.map(escaped));
+    let (token_id, subject, reason) = (token_id.as_deref(), subject.as_deref(), &*escaped(reason));
     match event {
         Event::Refused => tracing::warn!(
             target: "tfreg::audit",
@@ -63,6 +75,8 @@ pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reaso
 /// never in `subject`.
 pub fn record_claimed(event: Event, claimed_subject: Option<&str>, reason: &str) {
     let name = event.name();
+    let claimed_subject = claimed_subject.map(escaped);
+    let (claimed_subject, reason) = (claimed_subject.as_deref(), &*escaped(reason));
     tracing::warn!(
         target: "tfreg::audit",
         event = name,
