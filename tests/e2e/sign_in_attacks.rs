@@ -103,14 +103,29 @@ fn the_provider_sends_people_back_to_the_configured_hostname_whatever_the_host_h
     );
     let client = server.client();
     let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
-    for path in [
-        "/oauth/sign-in?next=/".to_owned(),
-        format!("/oauth/authorization?client_id=terraform-cli&response_type=code&redirect_uri=http://localhost:10000/login&state=s&code_challenge_method=S256&code_challenge={challenge}"),
+
+    // A web sign-in started at another name moves to the configured one first (where its
+    // binding cookie must be set);
+    let moved = client
+        .get(format!(
+            "{}/oauth/sign-in?next=/namespaces/network",
+            server.url
+        ))
+        .header("host", "evil.example")
+        .send()
+        .unwrap();
+    assert_eq!(
+        location(&moved),
+        "https://registry.example.test/oauth/sign-in?next=/namespaces/network"
+    );
+    for (path, host) in [
+        ("/oauth/sign-in?next=/".to_owned(), "registry.example.test"),
+        (format!("/oauth/authorization?client_id=terraform-cli&response_type=code&redirect_uri=http://localhost:10000/login&state=s&code_challenge_method=S256&code_challenge={challenge}"), "evil.example"),
     ] {
-        // when a sign-in is started with a forged Host,
+        // when a sign-in is started (Terraform's with a forged Host),
         let response = client
             .get(format!("{}{path}", server.url))
-            .header("host", "evil.example")
+            .header("host", host)
             .send()
             .unwrap();
         // then the provider is told to send the person back to the configured name only.
@@ -243,16 +258,22 @@ fn on_the_deployed_stack_sign_in_starts_write_nothing_and_go_back_to_the_domain(
     let client = client_trusting(&stack.cert);
     let _ = stack.calls();
 
-    // when one client starts 500 sign-ins with a forged Host and finishes none,
+    // when one client starts 500 sign-ins (Terraform's with a forged Host) and finishes none,
+    let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    let terraform = format!("/oauth/authorization?client_id=terraform-cli&response_type=code&redirect_uri=http://localhost:10000/login&state=s&code_challenge_method=S256&code_challenge={challenge}");
     for i in 0..500 {
+        let (path, host) = match i % 2 {
+            0 => (terraform.as_str(), "evil.example"),
+            _ => ("/oauth/sign-in?next=/", "registry.example.test"),
+        };
         let response = client
-            .get(format!("{}/oauth/sign-in?next=/", stack.url))
-            .header("host", "evil.example")
+            .get(format!("{}{path}", stack.url))
+            .header("host", host)
             .send()
             .unwrap();
         let to_provider = location(&response);
         // then each goes to the provider, to come back to the stack's domain only,
-        if i == 0 {
+        if i < 2 {
             assert_eq!(
                 query_value(&to_provider, "redirect_uri").as_deref(),
                 Some("https://registry.example.test/oauth/callback")

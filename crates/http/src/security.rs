@@ -1,7 +1,8 @@
 //! The browser-facing security headers, set in one place for every answer a browser may
 //! render or follow: every HTML answer of any family (the pages, the sign-in form, the
-//! `/oauth/*` pages, error pages), the pages' assets, and every answer under `/oauth/`
-//! (its redirects carry codes and sign-ins). The router of each function and of the local
+//! `/oauth/*` pages, error pages), every answer of the web pages' routes (their redirects,
+//! the sign-in that sets the session), the pages' assets, every answer under `/oauth/` (its
+//! redirects carry codes and sign-ins), and any answer that sets a cookie. The router of each function and of the local
 //! server applies it ([`crate::family`], [`crate::router`]); a handler never sets these.
 //!
 //! - `Content-Security-Policy`: nothing but this site's own styles, script and images (and
@@ -29,9 +30,13 @@ pub struct RemoteImages;
 pub async fn headers(request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let is_asset = path.starts_with("/assets/");
-    let is_sign_in = path.starts_with("/oauth/");
+    let for_browsers = matches!(
+        crate::Family::of_path(path),
+        Some(crate::Family::Web | crate::Family::Login)
+    );
     let mut response = next.run(request).await;
-    if !(is_asset || is_sign_in || is_html(response.headers())) {
+    let sets_cookie = response.headers().contains_key(header::SET_COOKIE);
+    if !(for_browsers || sets_cookie || is_html(response.headers())) {
         return response;
     }
     let images = match response.extensions().get::<RemoteImages>() {

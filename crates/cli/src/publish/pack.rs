@@ -97,6 +97,12 @@ pub fn pack_folder(dir: &Path, out: &Path, include: Includes) -> Result<Packed, 
         )));
     }
 
+    if let Some((config, file)) = reads_a_left_out_file(&entries, &secret_shaped)? {
+        return Err(PackError::Refused(format!(
+            "{config} names {file}, which is left out as secret-shaped: the module would fail where it reads it, and a published version can never be fixed. If {file} is no secret (a public key, a CA bundle, a template), publish it with --include '{file}'; if it is one, keep it out of the module"
+        )));
+    }
+
     let file = File::create(out).map_err(io_at(out))?;
     let gzip = GzBuilder::new()
         .mtime(0)
@@ -122,6 +128,43 @@ pub fn pack_folder(dir: &Path, out: &Path, include: Includes) -> Result<Packed, 
         included,
         warnings: include.warnings(),
     })
+}
+
+/// The first configuration file packed (`.tf`, `.tf.json`, templates) that names a
+/// secret-shaped file left out, and that file: `file("${path.module}/id_rsa.pub")` would
+/// fail for everyone who calls the module.
+fn reads_a_left_out_file(
+    entries: &[Entry],
+    left_out: &[String],
+) -> Result<Option<(String, String)>, PackError> {
+    /// Configuration larger than this is not searched (no module's is).
+    const MAX_SEARCHED: u64 = 4 * 1024 * 1024;
+    if left_out.is_empty() {
+        return Ok(None);
+    }
+    let configuration = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        [".tf", ".tf.json", ".tftpl", ".tpl"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+    };
+    for entry in entries {
+        let Some(source) = entry.source.as_ref().filter(|_| configuration(&entry.name)) else {
+            continue;
+        };
+        let mut text = Vec::new();
+        let file = File::open(source).map_err(io_at(source))?;
+        io::Read::read_to_end(&mut io::Read::take(file, MAX_SEARCHED), &mut text)
+            .map_err(io_at(source))?;
+        let text = String::from_utf8_lossy(&text);
+        for file in left_out {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            if !base.is_empty() && text.contains(base) {
+                return Ok(Some((entry.name.clone(), file.clone())));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Appends one entry with fixed metadata; returns the bytes of content added.

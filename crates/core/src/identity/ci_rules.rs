@@ -6,18 +6,25 @@
 //!   `aud`, ...), which say nothing about which job asked;
 //! - a rule whose every other pattern is made only of `*`s, which matches every value.
 //!
-//! Refused too, for the shared CI services ([`GITHUB_ACTIONS`], [`GITLAB_COM`], compared
-//! without a trailing `/`): a rule that does not pin an owner, that is no claim of the
-//! service's list below whose pattern holds a whole owner before its first `*`:
+//! Refused too, for the shared issuers, whose one issuer mints tokens for every customer
+//! ([`GITHUB_ACTIONS`], [`GITLAB_COM`], [`HCP_TERRAFORM`], [`BUILDKITE`], [`GOOGLE`];
+//! compared without a trailing `/`, ignoring case): a rule that does not pin an owner, that
+//! is no claim of the service's list below whose pattern holds a whole owner before its
+//! first `*`:
 //! - an owner or id (`repository_owner`, `repository_id`, `repository_owner_id`,
-//!   `project_id`, `namespace_id`): no `*` at all;
+//!   `project_id`, `namespace_id`, `terraform_organization_name`, `organization_slug`, `hd`):
+//!   no `*` at all;
 //! - a path (`repository`, `project_path`, `namespace_path`, and `sub` after `repo:` or
 //!   `project_path:`): no `*`, or a non-empty owner and the `/` after it before the first
-//!   `*` (`acme/*`, `repo:acme/infra:*`).
+//!   `*` (`acme/*`, `repo:acme/infra:*`); HCP Terraform's and Buildkite's `sub`
+//!   (`organization:acme:...`) likewise, with `:` after the owner;
+//! - an email address (Google's `email`): a whole domain after the last `@`, with no `*`
+//!   after it (`*@acme.com`).
 //!
 //! Any other issuer (a GitHub Enterprise issuer such as
 //! `https://token.actions.githubusercontent.com/<enterprise>`, a GitLab instance of one's
-//! own) mints tokens for its own jobs only, so only the first two rules apply to it.
+//! own, CircleCI's per-organization issuer) mints tokens for its own jobs only, so only the
+//! first two rules apply to it.
 //!
 //! Warned at start, for every issuer: a `*` inside an owner's name (`"repository_owner":
 //! "acme*"`, `"repository": "acme*/infra"`), which matches other owners too (`acmeevil`).
@@ -31,6 +38,12 @@ pub const REGISTERED_CLAIMS: [&str; 7] = ["iss", "aud", "azp", "iat", "exp", "nb
 pub const GITHUB_ACTIONS: &str = "https://token.actions.githubusercontent.com";
 /// GitLab.com's issuer, shared by every project on GitLab.com.
 pub const GITLAB_COM: &str = "https://gitlab.com";
+/// HCP Terraform's workload identity issuer, shared by every organization.
+pub const HCP_TERRAFORM: &str = "https://app.terraform.io";
+/// Buildkite's OIDC issuer, shared by every organization.
+pub const BUILDKITE: &str = "https://agent.buildkite.com";
+/// Google's issuer, shared by every Google account (and every service account).
+pub const GOOGLE: &str = "https://accounts.google.com";
 
 /// How a claim's value names the owner of the job.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -41,6 +54,10 @@ enum Kind {
     Namespace,
     /// The owner, `/`, and more: `acme/infra`.
     Path,
+    /// The owner, `:`, and more: `acme:project:default:...`.
+    Colon,
+    /// An email address: its owner is the domain after the last `@`.
+    Email,
 }
 
 /// A claim that names who owns the job: its name, the text its values start with, its kind.
@@ -60,6 +77,24 @@ const GITLAB: &[OwnerClaim] = &[
     OwnerClaim("project_id", "", Kind::Owner),
     OwnerClaim("namespace_id", "", Kind::Owner),
     OwnerClaim("sub", "project_path:", Kind::Path),
+];
+
+const HCP: &[OwnerClaim] = &[
+    OwnerClaim("terraform_organization_name", "", Kind::Owner),
+    OwnerClaim("terraform_organization_id", "", Kind::Owner),
+    OwnerClaim("sub", "organization:", Kind::Colon),
+];
+
+const BUILDKITE_PINS: &[OwnerClaim] = &[
+    OwnerClaim("organization_slug", "", Kind::Owner),
+    OwnerClaim("organization_id", "", Kind::Owner),
+    OwnerClaim("sub", "organization:", Kind::Colon),
+];
+
+const GOOGLE_PINS: &[OwnerClaim] = &[
+    OwnerClaim("hd", "", Kind::Owner),
+    OwnerClaim("email", "", Kind::Email),
+    OwnerClaim("sub", "", Kind::Owner),
 ];
 
 /// Owner-naming claims that are warned about but do not pin the job: a reusable
@@ -92,15 +127,39 @@ const GITLAB_SHARED: Shared = Shared {
     example: "\"project_path\": \"acme/infra\", \"project_path\": \"acme/*\" or \"namespace_path\": \"acme\"",
 };
 
+const HCP_SHARED: Shared = Shared {
+    name: "HCP Terraform",
+    owner: "the organization",
+    pins: HCP,
+    example: "\"terraform_organization_name\": \"acme\" or \"sub\": \"organization:acme:*\"",
+};
+
+const BUILDKITE_SHARED: Shared = Shared {
+    name: "Buildkite",
+    owner: "the organization",
+    pins: BUILDKITE_PINS,
+    example: "\"organization_slug\": \"acme\" or \"sub\": \"organization:acme:*\"",
+};
+
+const GOOGLE_SHARED: Shared = Shared {
+    name: "Google",
+    owner: "the domain (or the account)",
+    pins: GOOGLE_PINS,
+    example: "\"hd\": \"acme.com\" or \"email\": \"*@acme.com\"",
+};
+
 fn shared(issuer: &str) -> Option<&'static Shared> {
     let issuer = issuer.trim_end_matches('/').to_ascii_lowercase();
-    if issuer == GITHUB_ACTIONS {
-        Some(&GITHUB_SHARED)
-    } else if issuer == GITLAB_COM {
-        Some(&GITLAB_SHARED)
-    } else {
-        None
-    }
+    [
+        (GITHUB_ACTIONS, &GITHUB_SHARED),
+        (GITLAB_COM, &GITLAB_SHARED),
+        (HCP_TERRAFORM, &HCP_SHARED),
+        (BUILDKITE, &BUILDKITE_SHARED),
+        (GOOGLE, &GOOGLE_SHARED),
+    ]
+    .into_iter()
+    .find(|(known, _)| issuer == *known)
+    .map(|(_, shared)| shared)
 }
 
 /// True for a pattern made only of `*`s: with no literal character, it matches every value.
@@ -168,6 +227,14 @@ fn unpinned(claim: &OwnerClaim, pattern: &str) -> Option<String> {
     let Some(rest) = pattern.strip_prefix(prefix) else {
         return Some(format!("{pattern:?} does not start with {prefix:?}"));
     };
+    if kind == Kind::Email {
+        return match rest.rsplit_once('@') {
+            Some((_, domain)) if !domain.is_empty() && !domain.contains('*') => None,
+            _ => Some(format!(
+                "{pattern:?} does not end in a whole domain (@ and a domain with no *)"
+            )),
+        };
+    }
     // No `*`: it matches one value only.
     let star = rest.find('*')?;
     if kind == Kind::Owner {
@@ -175,10 +242,11 @@ fn unpinned(claim: &OwnerClaim, pattern: &str) -> Option<String> {
             "{pattern:?} has a *, so it matches other owners too"
         ));
     }
-    match rest[..star].split_once('/') {
+    let separator = if kind == Kind::Colon { ':' } else { '/' };
+    match rest[..star].split_once(separator) {
         Some((owner, _)) if !owner.is_empty() => None,
         _ => Some(format!(
-            "{pattern:?} does not name a whole owner and the / after it before its first *"
+            "{pattern:?} does not name a whole owner and the {separator} after it before its first *"
         )),
     }
 }
@@ -191,6 +259,7 @@ pub fn warnings(at: &str, claims: &BTreeMap<String, String>) -> Vec<String> {
         let claim = GITHUB
             .iter()
             .chain(GITLAB)
+            .chain(HCP)
             .chain(WARNED_ONLY)
             .find(|c| c.0 == name && pattern.starts_with(c.1));
         if let Some(claim) = claim {
@@ -212,6 +281,9 @@ fn owner_wildcard(claim: &OwnerClaim, pattern: &str) -> Option<String> {
     let owner = match kind {
         Kind::Owner => rest,
         Kind::Namespace | Kind::Path => rest.split('/').next().unwrap_or(rest),
+        Kind::Colon => rest.split(':').next().unwrap_or(rest),
+        // An address's owner is its domain: `*@acme.com` is how a domain is named.
+        Kind::Email => return None,
     };
     let star = owner.find('*')?;
     if matches_every_value(owner) {
@@ -320,6 +392,53 @@ mod tests {
         accepted(
             GITHUB_ACTIONS,
             r#"{"repository": "acme/infra", "environment": "*"}"#,
+        );
+    }
+
+    #[test]
+    fn other_shared_issuers_need_their_owner_too() {
+        // HCP Terraform and Buildkite: one issuer for every organization.
+        for issuer in [HCP_TERRAFORM, BUILDKITE] {
+            accepted(issuer, r#"{"sub": "organization:acme:*"}"#);
+            for (claims, says) in [
+                (r#"{"sub": "organization:*"}"#, "ci[0] (\"infra-main\").claims.sub: \"organization:*\" does not name a whole owner and the : after it"),
+                (r#"{"sub": "organization:acme*"}"#, "does not name a whole owner"),
+                (r#"{"run_phase": "apply"}"#, "ci[0] (\"infra-main\").claims: on "),
+            ] {
+                let error = refused(issuer, claims);
+                assert!(error.contains(says), "{issuer} {claims}: {error}");
+            }
+        }
+        accepted(HCP_TERRAFORM, r#"{"terraform_organization_name": "acme"}"#);
+        accepted(BUILDKITE, r#"{"organization_slug": "acme"}"#);
+        refused(HCP_TERRAFORM, r#"{"terraform_organization_name": "ac*"}"#);
+        // Google: every Google account has a token from this issuer.
+        for claims in [
+            r#"{"hd": "acme.com"}"#,
+            r#"{"email": "*@acme.com"}"#,
+            r#"{"email": "deploy@acme-prod.iam.gserviceaccount.com"}"#,
+            r#"{"sub": "113322334455"}"#,
+        ] {
+            accepted(GOOGLE, claims);
+        }
+        for claims in [
+            r#"{"email_verified": "true"}"#,
+            r#"{"email": "*"}"#,
+            r#"{"email": "*@*.com"}"#,
+            r#"{"email": "deploy@*"}"#,
+            r#"{"hd": "*.com"}"#,
+        ] {
+            let error = refused(GOOGLE, claims);
+            assert!(
+                error.contains("on Google (https://accounts.google.com)")
+                    || error.contains("matches every value"),
+                "{claims}: {error}"
+            );
+        }
+        // Spelled with a trailing / or capitals, it is still the shared issuer.
+        refused(
+            "https://Accounts.Google.com/",
+            r#"{"email_verified": "true"}"#,
         );
     }
 

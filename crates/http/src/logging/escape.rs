@@ -53,14 +53,14 @@ pub fn escape_line(line: &str, format: LineFormat) -> Cow<'_, str> {
 
 /// The length of the colour sequence `text` starts with, if it starts with one the
 /// formatter could have written: reset, bold, dim, italic, underline and foreground colours
-/// (never conceal, blink, reverse or backgrounds, which could hide text).
+/// but black (never black, conceal, blink, reverse or backgrounds, which could hide text).
 fn sgr_len(text: &str) -> Option<usize> {
     let params = text.strip_prefix("\x1b[")?;
     let end = params.find('m')?;
     let allowed = |p: &str| {
         matches!(
             p.parse::<u8>(),
-            Ok(0..=4 | 22..=24 | 30..=37 | 39 | 90..=97)
+            Ok(0..=4 | 22..=24 | 31..=37 | 39 | 91..=97)
         ) && p.len() <= 2
     };
     params[..end].split(';').all(allowed).then_some(2 + end + 1)

@@ -244,6 +244,16 @@ async fn web_sign_in(
         return pages::bad_request("Signing in to the web pages is not available: this server has no secret to sign sessions with.");
     }
     let next = crate::web::local_path(query.ok().and_then(|q| q.0.next).as_deref());
+    // Reached by another name than the configured one: start over at the configured name,
+    // where the callback will come, so the cookie that binds the sign-in is that host's.
+    if let Some(public) = state.public_origin.as_ref().filter(|p| *p != &origin) {
+        return Redirect::to(&format!(
+            "{}/oauth/sign-in?next={}",
+            public.as_str(),
+            crate::web::encode_query_value(&next)
+        ))
+        .into_response();
+    }
     start(&state, &origin, Purpose::Web { next }).await
 }
 
@@ -294,6 +304,13 @@ async fn callback(
         }
     }
     let login = opened.login;
+    // Checked when the sign-in started, and again: nothing but Terraform's own loopback
+    // listener ever receives a code, even from a seal made elsewhere.
+    if let Purpose::Terraform { redirect_uri, .. } = &login.purpose {
+        if !terraform_redirect(redirect_uri) {
+            return pages::bad_request("This sign-in cannot be completed: start again.");
+        }
+    }
     if let Some(error) = answer.error {
         let description = answer.error_description.unwrap_or_default();
         audit::record(

@@ -2,12 +2,14 @@
 //! (`/.well-known/openid-configuration`) and keys (JWKS), each cached for an hour (keys
 //! read again, at most once a minute, when a token names a key not yet seen, as providers
 //! rotate them), and redeeming a code at its token endpoint. Every call is bounded in time
-//! and in size. Metadata is fetched by one request at a time, and a failure is kept for
-//! [`RETRY_FAILED_AFTER`]: however many sign-ins start while the provider is down or
-//! stalls, the registry asks it at most once every few seconds.
+//! and in size. Each issuer's metadata is fetched by one request at a time, and a failure is
+//! kept for [`RETRY_FAILED_AFTER`]: however many sign-ins start while the provider is down
+//! or stalls, the registry asks it at most once every few seconds. At most
+//! [`MAX_REDEEMING`] codes are redeemed at the provider at once. (Only configured issuers
+//! are ever asked: requests name none of their own.)
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
@@ -22,6 +24,9 @@ const CACHE_FOR: Duration = Duration::from_secs(3600);
 const REFRESH_AT_MOST_EVERY: Duration = Duration::from_secs(60);
 /// How long a failure to read a provider's metadata is answered from memory.
 pub const RETRY_FAILED_AFTER: Duration = Duration::from_secs(5);
+/// The most codes redeemed at the provider at once; others wait their turn (at most as
+/// long as a call may take).
+pub const MAX_REDEEMING: usize = 16;
 
 /// The identity provider could not be asked, or answered nonsense.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -55,8 +60,10 @@ struct Cached<T> {
 pub struct Oidc {
     http: reqwest::Client,
     metadata: Mutex<HashMap<String, Cached<Result<ProviderMetadata, String>>>>,
-    /// Held while metadata is fetched: one fetch at a time, the others then read its answer.
-    fetching: tokio::sync::Mutex<()>,
+    /// Per issuer, held while its metadata is fetched: one fetch at a time, the others
+    /// then read its answer (a stalled issuer holds up no other).
+    fetching: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    redeeming: tokio::sync::Semaphore,
     keys: Mutex<HashMap<String, Cached<JwkSet>>>,
 }
 
@@ -97,7 +104,8 @@ impl Oidc {
         Self {
             http,
             metadata: Mutex::new(HashMap::new()),
-            fetching: tokio::sync::Mutex::new(()),
+            fetching: Mutex::new(HashMap::new()),
+            redeeming: tokio::sync::Semaphore::new(MAX_REDEEMING),
             keys: Mutex::new(HashMap::new()),
         }
     }
@@ -131,7 +139,11 @@ impl Oidc {
         if let Some(known) = self.known_metadata(issuer) {
             return known;
         }
-        let _one_at_a_time = self.fetching.lock().await;
+        let lock = match self.fetching.lock() {
+            Ok(mut locks) => Arc::clone(locks.entry(issuer.to_owned()).or_default()),
+            Err(_) => Arc::default(),
+        };
+        let _one_at_a_time = lock.lock().await;
         // Fetched meanwhile by whoever held the lock?
         if let Some(known) = self.known_metadata(issuer) {
             return known;
@@ -235,6 +247,15 @@ impl Oidc {
         redirect_uri: &str,
     ) -> Result<String, ProviderError> {
         let metadata = self.metadata(&config.issuer).await?;
+        let _turn = tokio::time::timeout(TIMEOUT, self.redeeming.acquire())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| {
+                ProviderError(
+                    "too many sign-ins are being completed at once: try again in a moment".into(),
+                )
+            })?;
         if !callable(&metadata.token_endpoint) {
             return Err(ProviderError(format!(
                 "the token endpoint {:?} is not https://",
@@ -337,7 +358,6 @@ async fn read_json_any<T: for<'de> Deserialize<'de>>(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     #[tokio::test]
     async fn a_failing_provider_is_asked_once_however_many_sign_ins_start() {

@@ -193,3 +193,29 @@ fn a_folder_with_nothing_to_publish_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_module_that_reads_a_left_out_file_is_refused_with_the_include_that_fixes_it() {
+    // An `aws_key_pair` module reads its public key: leaving it out would break every caller.
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("m");
+    write(
+        &module,
+        "main.tf",
+        "resource \"aws_key_pair\" \"k\" {\n  public_key = file(\"${path.module}/keys/id_rsa.pub\")\n}\n",
+    );
+    write(&module, "keys/id_rsa.pub", "ssh-rsa AAAA\n");
+    write(&module, ".env", "TOKEN=x\n");
+    let out = dir.path().join("m.tar.gz");
+    let err = pack_folder(&module, &out, Includes::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("main.tf names keys/id_rsa.pub, which is left out as secret-shaped")
+            && err.contains("--include 'keys/id_rsa.pub'"),
+        "{err}"
+    );
+    // Named on purpose, it is published; the .env nobody reads stays out.
+    pack_folder(&module, &out, Includes::new(&["keys/id_rsa.pub".into()])).unwrap();
+    assert_eq!(names(&out), ["keys/", "keys/id_rsa.pub", "main.tf"]);
+}
