@@ -12,13 +12,10 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request};
 use axum::Router;
-use common::fixture;
 use tfreg_core::identity::grants::MemoryGrantStore;
 use tfreg_core::identity::{Grants, IdentityConfig};
-use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
-use tfreg_core::signing::UrlSigner;
+use tfreg_core::memory::MemoryTokenStore;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{Indexer, Registry};
 use tfreg_http::login::{LoginState, Oidc};
 use tfreg_http::security::PAGE_HEADERS;
 use tfreg_http::web::SessionKey;
@@ -33,33 +30,12 @@ const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 /// A private registry with one module and one provider, sessions, and signing in; without
 /// `sessions`, signing in cannot be offered.
 async fn app(sessions: bool) -> (Router, Arc<MemoryTokenStore>) {
-    let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
-    let metadata = Arc::new(MemoryMetadataStore::new());
-    artifacts.put(
-        "modules/acme/network/aws/1.0.0.tar.gz",
-        tfreg_core::module_archive::archive_of(
-            tfreg_core::layout::ArchiveFormat::TarGz,
-            &[("main.tf", b"variable \"name\" {}\n")],
-        ),
-    );
-    let dir = "providers/acme/widget/1.0.0";
-    for name in [
-        "terraform-provider-widget_1.0.0_SHA256SUMS",
-        "terraform-provider-widget_1.0.0_SHA256SUMS.sig",
-        "terraform-provider-widget_1.0.0_linux_amd64.zip",
-    ] {
-        artifacts.put(&format!("{dir}/{name}"), fixture(name));
-    }
-    artifacts.put("keys/acme/release.asc", fixture("release.asc"));
-    Indexer::new(metadata.clone(), artifacts.clone())
-        .reindex_all(|_, _| {})
-        .await
-        .unwrap();
+    let (registry, signer) =
+        common::indexed_registry(&["modules/acme/network/aws/1.0.0.tar.gz".to_owned()]).await;
     let tokens = Arc::new(MemoryTokenStore::default());
     let key = SessionKey::from_signer(&signer);
     let state = AppState::new(
-        Registry::new(metadata, artifacts),
+        registry,
         Some(signer),
         Some(tokens.clone() as Arc<dyn TokenStore>),
     )

@@ -5,16 +5,12 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Request};
 use axum::Router;
-use common::fixture;
-use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
-use tfreg_core::signing::UrlSigner;
+use tfreg_core::memory::MemoryTokenStore;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{Indexer, Registry};
 use tfreg_http::web::SessionKey;
 use tfreg_http::{router, AppState, Family};
 use tower::ServiceExt;
@@ -29,29 +25,7 @@ struct Given {
 /// A registry holding `modules` (keys of module archives) and the fixtures' signed
 /// acme/widget 1.0.0; public unless `tokens`, with sessions when `sessions`.
 async fn given(modules: &[String], private: bool, sessions: bool) -> Given {
-    let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
-    let metadata = Arc::new(MemoryMetadataStore::new());
-    for key in modules {
-        let format = tfreg_core::layout::ArchiveFormat::split(key).unwrap().1;
-        let main = format!("variable \"name\" {{ description = \"{key}\" }}\n");
-        artifacts.put(
-            key,
-            tfreg_core::module_archive::archive_of(format, &[("main.tf", main.as_bytes())]),
-        );
-    }
-    let dir = "providers/acme/widget/1.0.0";
-    for name in [
-        "terraform-provider-widget_1.0.0_SHA256SUMS",
-        "terraform-provider-widget_1.0.0_SHA256SUMS.sig",
-        "terraform-provider-widget_1.0.0_linux_amd64.zip",
-    ] {
-        artifacts.put(&format!("{dir}/{name}"), fixture(name));
-    }
-    artifacts.put("keys/acme/release.asc", fixture("release.asc"));
-    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
-    indexer.reindex_all(|_, _| {}).await.unwrap();
-    let registry = Registry::new(metadata, artifacts);
+    let (registry, signer) = common::indexed_registry(modules).await;
     let tokens = Arc::new(MemoryTokenStore::default());
     let mut state = AppState::new(
         registry,

@@ -68,8 +68,6 @@ fn sgr_len(text: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{self, Write};
-    use std::sync::{Arc, Mutex};
 
     use tfreg_core::identity::audit::{self, Event};
 
@@ -78,17 +76,7 @@ mod tests {
 
     const HOSTILE: &str = "evil\n\x1b[31mroot\u{9b}2J\u{202e}";
 
-    #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl Write for Sink {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::logging::tests::Sink;
 
     /// What `log` writes through the redacting writer, in `format`.
     fn logged(format: LineFormat, log: impl FnOnce()) -> String {

@@ -1,12 +1,42 @@
-//! What the router tests share: the core's fixtures and tokens.
+//! What the router tests share: the core's fixtures, a small indexed registry, and tokens.
 
 #![allow(dead_code)] // each test file uses part of it
 
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
-use tfreg_core::memory::MemoryTokenStore;
+use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
+use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::{self, TokenStore};
-use tfreg_core::Namespace;
+use tfreg_core::{Indexer, Namespace, Registry};
+
+/// A registry holding `modules` (keys of module archives, each documenting a variable) and
+/// the fixtures' signed acme/widget 1.0.0, indexed; and the signer of its download URLs.
+pub async fn indexed_registry(modules: &[String]) -> (Registry, Arc<UrlSigner>) {
+    let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
+    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
+    let metadata = Arc::new(MemoryMetadataStore::new());
+    for key in modules {
+        let format = tfreg_core::layout::ArchiveFormat::split(key).unwrap().1;
+        let main = format!("variable \"name\" {{ description = \"{key}\" }}\n");
+        artifacts.put(
+            key,
+            tfreg_core::module_archive::archive_of(format, &[("main.tf", main.as_bytes())]),
+        );
+    }
+    let dir = "providers/acme/widget/1.0.0";
+    for name in [
+        "terraform-provider-widget_1.0.0_SHA256SUMS",
+        "terraform-provider-widget_1.0.0_SHA256SUMS.sig",
+        "terraform-provider-widget_1.0.0_linux_amd64.zip",
+    ] {
+        artifacts.put(&format!("{dir}/{name}"), fixture(name));
+    }
+    artifacts.put("keys/acme/release.asc", fixture("release.asc"));
+    let indexer = Indexer::new(metadata.clone(), artifacts.clone());
+    indexer.reindex_all(|_, _| {}).await.unwrap();
+    (Registry::new(metadata, artifacts), signer)
+}
 
 /// A fixture of the core's tests (`crates/core/tests/fixtures/`).
 pub fn fixture(name: &str) -> Vec<u8> {
