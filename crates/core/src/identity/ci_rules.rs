@@ -19,7 +19,7 @@
 //!   `*` (`acme/*`, `repo:acme/infra:*`); HCP Terraform's and Buildkite's `sub`
 //!   (`organization:acme:...`) likewise, with `:` after the owner;
 //! - an email address (Google's `email`): a whole domain after the last `@`, with no `*`
-//!   after it (`*@acme.com`).
+//!   after it (`*@acme.com`), and the rule must also want `"email_verified": "true"`.
 //!
 //! Any other issuer (a GitHub Enterprise issuer such as
 //! `https://token.actions.githubusercontent.com/<enterprise>`, a GitLab instance of one's
@@ -145,7 +145,7 @@ const GOOGLE_SHARED: Shared = Shared {
     name: "Google",
     owner: "the domain (or the account)",
     pins: GOOGLE_PINS,
-    example: "\"hd\": \"acme.com\" or \"email\": \"*@acme.com\"",
+    example: "\"hd\": \"acme.com\" or \"email\": \"*@acme.com\" with \"email_verified\": \"true\"",
 };
 
 fn shared(issuer: &str) -> Option<&'static Shared> {
@@ -203,6 +203,15 @@ pub fn check(at: &str, issuer: &str, claims: &BTreeMap<String, String>) -> Resul
     for claim in shared.pins {
         if let Some(pattern) = claims.get(claim.0) {
             match unpinned(claim, pattern) {
+                // An address names its domain only once the provider has checked it.
+                None if claim.2 == Kind::Email
+                    && claims.get("email_verified").map(String::as_str) != Some("true") =>
+                {
+                    named = named.or(Some((
+                        claim.0,
+                        format!("{pattern:?} names a domain only if the provider verified the address: add \"email_verified\": \"true\""),
+                    )))
+                }
                 None => return Ok(()),
                 Some(why) => named = named.or(Some((claim.0, why))),
             }
@@ -415,8 +424,8 @@ mod tests {
         // Google: every Google account has a token from this issuer.
         for claims in [
             r#"{"hd": "acme.com"}"#,
-            r#"{"email": "*@acme.com"}"#,
-            r#"{"email": "deploy@acme-prod.iam.gserviceaccount.com"}"#,
+            r#"{"email": "*@acme.com", "email_verified": "true"}"#,
+            r#"{"email": "deploy@acme-prod.iam.gserviceaccount.com", "email_verified": "true"}"#,
             r#"{"sub": "113322334455"}"#,
         ] {
             accepted(GOOGLE, claims);
@@ -427,6 +436,9 @@ mod tests {
             r#"{"email": "*@*.com"}"#,
             r#"{"email": "deploy@*"}"#,
             r#"{"hd": "*.com"}"#,
+            // Anyone can claim an address they have not proved.
+            r#"{"email": "*@acme.com"}"#,
+            r#"{"email": "*@acme.com", "email_verified": "*"}"#,
         ] {
             let error = refused(GOOGLE, claims);
             assert!(
