@@ -8,11 +8,13 @@
 //! - [`signing`]: self-authorising download URLs for stores that serve their own files;
 //! - [`gpg`], [`hash`], [`release`] and [`providers`]: provider signatures, package hashes,
 //!   release files, and the judgement of which provider versions are served;
-//! - [`text`]: text from outside escaped for terminals, logs and JSON.
+//! - [`text`]: text from outside escaped for terminals, logs and JSON; [`glob`]: the one
+//!   wildcard matcher of settings and file patterns.
 //!
 //! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
 
 pub mod documents;
+pub mod glob;
 pub mod gpg;
 pub mod hash;
 pub mod identity;

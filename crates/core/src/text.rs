@@ -34,34 +34,47 @@ pub fn must_escape(c: char) -> bool {
 /// `\u{9b}`, `\u{202e}`). Letters of every script stay as they are. Backslashes stay too,
 /// so text that spells an escape reads like one; what matters is that nothing arrives raw.
 pub fn for_terminal(text: &str) -> Cow<'_, str> {
-    escape(text, must_escape)
+    escape(text, must_escape, write_visible)
 }
 
 /// As [`for_terminal`], but newlines stay: for messages of several lines made by tfreg
 /// itself, which may quote text from outside (that text should have been escaped with
 /// [`for_terminal`] already; this is the last guard).
 pub fn lines_for_terminal(text: &str) -> Cow<'_, str> {
-    escape(text, |c| c != '\n' && must_escape(c))
+    escape(text, |c| c != '\n' && must_escape(c), write_visible)
 }
 
-fn escape(text: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
+/// `text` with each character that `escaped` picks written by `write` instead; borrowed
+/// when there is none.
+fn escape(
+    text: &str,
+    escaped: impl Fn(char) -> bool,
+    write: impl Fn(&mut String, char),
+) -> Cow<'_, str> {
     let Some(first) = text.find(&escaped) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 8);
     out.push_str(&text[..first]);
     for c in text[first..].chars() {
-        match c {
-            _ if !escaped(c) => out.push(c),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            _ => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
+        match escaped(c) {
+            true => write(&mut out, c),
+            false => out.push(c),
         }
     }
     Cow::Owned(out)
+}
+
+/// A terminal's escape of `c`: `\n`, `\r`, `\t` or `\u{hex}`.
+fn write_visible(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        _ => {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -167,12 +167,12 @@ async fn archive_secrets(
     if !left.is_empty() {
         return Err(Refusal::error(
             format!("{what}: nothing was uploaded"),
-            vec![for_terminal(&format!(
+            // A refusal's reasons are escaped when printed.
+            vec![format!(
                 "{} holds secret-shaped files: {}; once published, every reader of the namespace could download them, for good. Publish the module's folder instead (tfreg publish leaves them out), pack the archive without them, or publish them anyway with --include PATTERN",
                 source.display(),
                 left.join(" ")
-            ))
-            .into_owned()],
+            )],
         ));
     }
     if !included.is_empty() {

@@ -404,26 +404,8 @@ impl CiRule {
     }
 }
 
-/// `*` matches any run of characters (`/` included); everything else matches itself.
-pub fn glob(pattern: &str, value: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == value;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !value.starts_with(first) || value.len() < first.len() + last.len() || !value.ends_with(last)
-    {
-        return false;
-    }
-    let mut rest = &value[first.len()..value.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    true
-}
+/// A CI rule's claim patterns: `*` matches any run of characters (`/` included).
+pub use crate::glob::matches as glob;
 
 #[cfg(test)]
 mod tests {

@@ -40,51 +40,12 @@ pub fn is_secret_shaped(path: &str) -> bool {
     }
     SECRET_SHAPED
         .iter()
-        .any(|pattern| glob_matches(pattern, &lower))
+        .any(|pattern| glob_matches(pattern, name))
 }
 
-/// True when `text` matches `pattern`, ignoring ASCII case: `*` matches any run of
-/// characters but `/`, every other character itself.
-pub fn glob_matches(pattern: &str, text: &str) -> bool {
-    let (mut patterns, mut texts) = (pattern.split('/'), text.split('/'));
-    loop {
-        match (patterns.next(), texts.next()) {
-            (None, None) => return true,
-            (Some(p), Some(t)) if segment_matches(p, t) => {}
-            _ => return false,
-        }
-    }
-}
-
-/// One segment (no `/`): the classic two-pointer match, backtracking only to the last `*`.
-fn segment_matches(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().map(|c| c.to_ascii_lowercase()).collect();
-    let text: Vec<char> = text.chars().map(|c| c.to_ascii_lowercase()).collect();
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pattern.get(p) {
-            Some('*') => {
-                star = Some((p, t));
-                p += 1;
-            }
-            Some(&c) if c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
-                // The `*` takes one more character.
-                Some((sp, st)) => {
-                    star = Some((sp, st + 1));
-                    p = sp + 1;
-                    t = st + 1;
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(|&c| c == '*')
-}
+/// Secret-shaped names and `--include` patterns: `*` matches any run of characters but `/`,
+/// ignoring ASCII case.
+pub use crate::glob::matches_path as glob_matches;
 
 /// What a record keeps of an archive's secret-shaped files: the first names (in archive
 /// order, at most [`MAX_NAMES_KEPT`]) and how many more there are. Empty when there are

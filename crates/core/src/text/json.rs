@@ -4,6 +4,7 @@
 //! scraper. These serializers also write every character that [`super::must_escape`] as a
 //! `\uXXXX` escape: the JSON reads back to exactly the same strings.
 
+use std::fmt::Write as _;
 use std::io;
 
 use serde::Serialize;
@@ -30,21 +31,12 @@ fn write<T: ?Sized + Serialize, F: Formatter>(value: &T, inner: F) -> serde_json
 /// escapes, a surrogate pair, beyond the Basic Multilingual Plane): for the inside of a
 /// JSON string.
 pub fn escape_in_string(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(super::must_escape) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 12);
-    for c in text.chars() {
-        if super::must_escape(c) {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        } else {
-            out.push(c);
+    super::escape(text, super::must_escape, |out, c| {
+        let mut units = [0u16; 2];
+        for unit in c.encode_utf16(&mut units) {
+            let _ = write!(out, "\\u{unit:04x}");
         }
-    }
-    std::borrow::Cow::Owned(out)
+    })
 }
 
 /// A formatter that lays out as `F` does and escapes what serde_json leaves raw. serde_json
