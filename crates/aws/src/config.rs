@@ -85,6 +85,8 @@ fn custom_endpoint(service: &str) -> bool {
         || std::env::var_os(format!("AWS_ENDPOINT_URL_{service}")).is_some()
 }
 
+/// An S3 client for `config`: checksums only where S3 requires them (so presigned URLs work
+/// for Terraform), and path-style addressing when the endpoint is overridden.
 pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
     let s3 = aws_sdk_s3::config::Builder::from(config)
         // Checksums the SDK would add to requests and presigned GETs by default make the
@@ -97,6 +99,7 @@ pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(s3)
 }
 
+/// A DynamoDB client for `config`.
 pub fn dynamodb_client(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(config)
 }

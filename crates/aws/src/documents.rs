@@ -35,7 +35,9 @@ const SHA256: &str = "sha256";
 /// Where documents that outgrow an item go.
 #[derive(Clone, Debug)]
 pub struct Overflow {
+    /// The client that reads and writes the overflow objects.
     pub client: aws_sdk_s3::Client,
+    /// The registry's bucket, where they are kept under [`OBJECT_PREFIX`].
     pub bucket: String,
     /// [`INLINE_LIMIT`], lower in tests.
     pub inline_limit: usize,

@@ -20,6 +20,7 @@ pub struct DynamoGrantStore {
 }
 
 impl DynamoGrantStore {
+    /// The grant store on `table`.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,

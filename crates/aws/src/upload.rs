@@ -25,7 +25,9 @@ const CONCURRENT_PARTS: usize = 4;
 /// What S3 said of an uploaded object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Uploaded {
+    /// The object's version id, when the bucket keeps versions.
     pub version_id: Option<String>,
+    /// The object's ETag, as S3 returned it.
     pub e_tag: Option<String>,
     /// Whether it went up in parts.
     pub multipart: bool,

@@ -30,14 +30,17 @@ use crate::version::Version;
 /// A module's versions: what `/versions` answers, with each version's publish time.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleVersionsDoc {
+    /// Every served version, with its entry.
     pub versions: BTreeMap<Version, ModuleVersionEntry>,
 }
 
 /// One module version as its versions document keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleVersionEntry {
+    /// The module's repository, from the publisher's metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// When the version was first published (Unix seconds; 0 when unknown).
     #[serde(default)]
     pub published_at: u64,
 }
@@ -67,13 +70,16 @@ impl ModuleVersionsDoc {
 /// A provider's served versions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderVersionsDoc {
+    /// Every version served at some time, with its entry; readers filter by `until`.
     pub versions: BTreeMap<Version, ProviderVersionEntry>,
 }
 
 /// One served provider version as the versions document keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderVersionEntry {
+    /// The plugin protocol versions it speaks (`5.0`, `6.0`), from its manifest.
     pub protocols: Vec<String>,
+    /// The platforms it has a verified package for.
     pub platforms: Vec<Platform>,
     /// The Unix second from which it is no longer served (its key or signature expires).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,6 +87,7 @@ pub struct ProviderVersionEntry {
 }
 
 impl ProviderVersionEntry {
+    /// The entry of a served release.
     pub fn of(release: &ReleaseDoc) -> Self {
         Self {
             protocols: release.release.protocols.clone(),
@@ -105,6 +112,7 @@ impl ProviderVersionsDoc {
 /// One served provider version, whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReleaseDoc {
+    /// The release as served: its sums, signature, signer and packages.
     pub release: ServedRelease,
     /// The Unix second from which it is no longer served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +129,7 @@ impl ReleaseDoc {
 /// The versions uploaded to the mirror for one `hostname/provider`, with their platforms.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MirrorVersionsDoc {
+    /// Every uploaded version, with the platforms it has a package for.
     pub versions: BTreeMap<Version, Vec<Platform>>,
 }
 

@@ -1,5 +1,5 @@
 //! Wildcard patterns, the one matcher of the registry's settings: `*` matches any run of
-//! characters, every other character itself. CI rules match claims with [`matches`] (a
+//! characters, every other character itself. CI rules match claims with [`matches()`] (a
 //! `*` may cross `/`); `tfreg publish` and the archive check match file names and paths with
 //! [`matches_path`] (segment by segment, ignoring ASCII case).
 

@@ -33,6 +33,7 @@ pub struct PublicKeyInfo {
 }
 
 impl PublicKeyInfo {
+    /// True from the key's expiry on.
     pub fn is_expired(&self, now: SystemTime) -> bool {
         self.expires_at.is_some_and(|at| unix(now) >= at)
     }

@@ -19,15 +19,20 @@ pub const MODULES_PREFIX: &str = "modules/";
 )]
 pub enum ArchiveFormat {
     // Declaration order is the preference when one version is published in several formats.
+    /// A gzip-compressed tarball named `.tar.gz`.
     TarGz,
+    /// A gzip-compressed tarball named `.tgz`.
     Tgz,
+    /// A zip archive.
     Zip,
 }
 
 impl ArchiveFormat {
+    /// Every format, in order of preference.
     pub const ALL: [ArchiveFormat; 3] =
         [ArchiveFormat::TarGz, ArchiveFormat::Tgz, ArchiveFormat::Zip];
 
+    /// The key suffix, with its leading dot (`.tar.gz`).
     pub fn suffix(self) -> &'static str {
         match self {
             ArchiveFormat::TarGz => ".tar.gz",
@@ -36,6 +41,7 @@ impl ArchiveFormat {
         }
     }
 
+    /// The media type an archive of this format is served with.
     pub fn content_type(self) -> &'static str {
         match self {
             ArchiveFormat::TarGz | ArchiveFormat::Tgz => "application/gzip",
@@ -63,6 +69,7 @@ pub enum ReleaseFile {
 }
 
 impl ReleaseFile {
+    /// The file name's ending after `terraform-provider-<type>_<version>`, leading `_` included.
     pub fn suffix(self) -> &'static str {
         match self {
             ReleaseFile::Sums => "_SHA256SUMS",
@@ -77,36 +84,54 @@ impl ReleaseFile {
 pub enum Artifact {
     /// `modules/<namespace>/<name>/<system>/<version>.<tar.gz|tgz|zip>`
     ModuleArchive {
+        /// The module the archive belongs to.
         address: ModuleAddress,
+        /// The version, from the file name.
         version: Version,
+        /// The packaging, from the file name's suffix.
         format: ArchiveFormat,
     },
     /// `modules/<namespace>/<name>/<system>/<version>.json`: the publisher's metadata of the
     /// version (`source`, `description`), beside its archive. An addition to the layout: such
     /// keys were refused before, so no published key changes meaning.
     ModuleMetadata {
+        /// The module described.
         address: ModuleAddress,
+        /// The version described, from the file name.
         version: Version,
     },
     /// `providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip`
     ProviderPackage {
+        /// The provider, from the folder names.
         provider: ProviderAddress,
+        /// The release, from the folder name (the file name agrees with it).
         version: Version,
+        /// The OS and architecture the package is built for.
         platform: Platform,
     },
     /// `providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<SUFFIX>`
     ProviderReleaseFile {
+        /// The provider, from the folder names.
         provider: ProviderAddress,
+        /// The release, from the folder name (the file name agrees with it).
         version: Version,
+        /// Which of the release's files this is.
         file: ReleaseFile,
     },
     /// `keys/<namespace>/<any-name>.asc`: a public key trusted to sign the namespace's releases
-    SigningKey { namespace: Namespace },
+    SigningKey {
+        /// The provider namespace whose releases the key may sign.
+        namespace: Namespace,
+    },
     /// `mirror/<hostname>/<namespace>/<type>/terraform-provider-<type>_<version>_<os>_<arch>.zip`
     MirrorPackage {
+        /// The origin registry the provider was mirrored from.
         hostname: Hostname,
+        /// The provider at its origin registry.
         provider: ProviderAddress,
+        /// The version, from the file name.
         version: Version,
+        /// The OS and architecture the package is built for.
         platform: Platform,
     },
 }
@@ -138,16 +163,32 @@ impl Artifact {
 /// Why a key under a publishing prefix cannot be served. Shown to publishers as is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
+    /// The key does not have the shape of its prefix.
     #[error("expected {expected}")]
-    Shape { expected: &'static str },
+    Shape {
+        /// The shape keys under this prefix must have.
+        expected: &'static str,
+    },
+    /// A namespace, name, type, hostname or platform is invalid.
     #[error(transparent)]
     Name(#[from] NameError),
+    /// The version in the key is not a semantic version.
     #[error(transparent)]
     Version(#[from] VersionError),
+    /// A module archive with a suffix other than `.tar.gz`, `.tgz` or `.zip`.
     #[error("unknown archive type {file:?}: module archives end in .tar.gz, .tgz or .zip")]
-    ArchiveSuffix { file: String },
+    ArchiveSuffix {
+        /// The file name as published.
+        file: String,
+    },
+    /// A provider file name whose type or version differs from its folder's.
     #[error("file name {file:?} does not match its folder: expected {expected}")]
-    Mismatch { file: String, expected: String },
+    Mismatch {
+        /// The file name as published.
+        file: String,
+        /// The start the file name should have, given its folder.
+        expected: String,
+    },
 }
 
 /// The verdict on one key.

@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {kind} {value:?}: {rule}")]
 pub struct NameError {
+    /// What was being parsed (`namespace`, `provider type`, `hostname`, ...).
     pub kind: &'static str,
+    /// The refused text, as given.
     pub value: String,
+    /// The rule the text breaks, phrased as advice.
     pub rule: &'static str,
 }
 
@@ -99,6 +102,7 @@ macro_rules! name_type {
                 parse_name($kind, $rule, value).map(Self)
             }
 
+            /// The lowercased name.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -162,11 +166,14 @@ name_type!(
 /// the stricter provider rule (no `_`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ProviderAddress {
+    /// The provider's namespace (no `_`, unlike a module's).
     pub namespace: Namespace,
+    /// The provider's type (`aws`).
     pub type_: ProviderType,
 }
 
 impl ProviderAddress {
+    /// Parses and lowercases both parts, with the provider namespace rule.
     pub fn parse(namespace: &str, type_: &str) -> Result<Self, NameError> {
         Ok(Self {
             namespace: provider_namespace(namespace)?,
@@ -189,11 +196,14 @@ impl fmt::Display for ProviderAddress {
 /// `os_arch`: the platform a provider package runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Platform {
+    /// The operating system (`linux`).
     pub os: PlatformPart,
+    /// The architecture (`amd64`).
     pub arch: PlatformPart,
 }
 
 impl Platform {
+    /// Parses both parts; they must already be lowercase.
     pub fn parse(os: &str, arch: &str) -> Result<Self, NameError> {
         Ok(Self {
             os: PlatformPart::parse(os)?,
@@ -215,6 +225,7 @@ impl fmt::Display for Platform {
 pub struct Hostname(String);
 
 impl Hostname {
+    /// Parses and lowercases a DNS name with an optional port, dropping a `:443`.
     pub fn parse(value: &str) -> Result<Self, NameError> {
         let err = || NameError {
             kind: "hostname",
@@ -239,6 +250,7 @@ impl Hostname {
         Ok(Self(value.to_ascii_lowercase()))
     }
 
+    /// The lowercased hostname, with its port unless it was 443.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -260,12 +272,16 @@ impl fmt::Display for Hostname {
 /// `namespace/name/system`, the registry-relative address of a module.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ModuleAddress {
+    /// The organisation (`acme`).
     pub namespace: Namespace,
+    /// The module's name (`network`).
     pub name: ModuleName,
+    /// The target system (`aws`).
     pub system: ModuleSystem,
 }
 
 impl ModuleAddress {
+    /// Parses and lowercases the three parts.
     pub fn parse(namespace: &str, name: &str, system: &str) -> Result<Self, NameError> {
         Ok(Self {
             namespace: Namespace::parse(namespace)?,

@@ -19,12 +19,17 @@ use crate::version::Version;
 /// A provider version as served.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServedRelease {
+    /// The version served.
     pub version: Version,
+    /// The plugin protocol versions it speaks, from its manifest or the default when it has none.
     pub protocols: Vec<String>,
+    /// The SHA256SUMS file that lists its packages.
     pub sums: SumsRecord,
-    /// The `.sig` object and the revision that verified.
+    /// The object key of the `.sig` file that verified.
     pub signature_key: String,
+    /// The revision of the `.sig` object that verified.
     pub signature_revision: String,
+    /// The trusted public key the signature verified with.
     pub signer: PublicKeyInfo,
     /// Platforms whose zip matches SHA256SUMS (stored as a list: each names its platform).
     #[serde(with = "packages_as_list")]
@@ -58,6 +63,7 @@ mod packages_as_list {
 /// The judgement on one version, for publishers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseReport {
+    /// The version judged.
     pub version: Version,
     /// Key ID of the key that signed it, when it verified.
     pub signed_by: Option<String>,
@@ -68,6 +74,7 @@ pub struct ReleaseReport {
 }
 
 impl ReleaseReport {
+    /// True when the version is served: no problem, and at least one platform verified.
     pub fn is_served(&self) -> bool {
         self.problems.is_empty() && self.platforms.values().any(Result::is_ok)
     }

@@ -50,10 +50,13 @@ const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
 /// Why a download URL was refused. The client sees one message for all of them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
+    /// Its expiry time has passed.
     #[error("the download URL has expired")]
     Expired,
+    /// Not signed with this server's secret, or altered since.
     #[error("the download URL's signature does not match")]
     BadSignature,
+    /// Its expiry is further away than the signer's lifetime (plus clock slack) allows.
     #[error("the download URL expires later than this registry's URLs ever do")]
     TooLong,
 }
@@ -87,6 +90,7 @@ pub fn derive_key(secret: &[u8], label: &str) -> [u8; 32] {
 }
 
 impl UrlSigner {
+    /// A signer whose URLs are valid for `ttl` from when they are made.
     pub fn new(secret: Vec<u8>, ttl: Duration) -> Self {
         Self { secret, ttl }
     }
@@ -98,6 +102,7 @@ impl UrlSigner {
         secret
     }
 
+    /// How long a signed URL stays valid.
     pub fn ttl(&self) -> Duration {
         self.ttl
     }

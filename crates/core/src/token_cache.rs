@@ -56,10 +56,12 @@ pub struct CachedTokens {
 }
 
 impl CachedTokens {
+    /// A cache in front of `inner`, reading the system clock.
     pub fn new(inner: Arc<dyn TokenStore>, settings: CacheSettings) -> Self {
         Self::with_clock(inner, settings, Arc::new(Instant::now))
     }
 
+    /// A cache in front of `inner`, reading `clock` (tests move their own).
     pub fn with_clock(inner: Arc<dyn TokenStore>, settings: CacheSettings, clock: Clock) -> Self {
         Self {
             inner,

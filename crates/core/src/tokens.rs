@@ -32,14 +32,18 @@ pub struct TokenRecord {
     /// The namespaces it may read; empty: all of them.
     #[serde(default)]
     pub namespaces: Vec<Namespace>,
+    /// Free text from its creator, shown by `tfreg token list`.
     #[serde(default)]
     pub description: String,
     /// Unix seconds.
     pub created_at: u64,
+    /// Unix seconds from which it is refused; `None`: it does not expire.
     #[serde(default)]
     pub expires_at: Option<u64>,
+    /// Unix seconds when it was revoked; `None`: not revoked.
     #[serde(default)]
     pub revoked_at: Option<u64>,
+    /// Unix seconds of its last use, as its store noted it (possibly coarsened).
     #[serde(default)]
     pub last_used_at: Option<u64>,
     /// Who it was issued to: the person (`terraform login`, web sign-in) or the CI job
@@ -53,10 +57,12 @@ pub struct TokenRecord {
 }
 
 impl TokenRecord {
+    /// True from its expiry on.
     pub fn is_expired(&self, now: SystemTime) -> bool {
         self.expires_at.is_some_and(|at| unix(now) >= at)
     }
 
+    /// The namespaces it may read.
     pub fn access(&self) -> Access {
         if self.namespaces.is_empty() {
             Access::All
@@ -69,18 +75,23 @@ impl TokenRecord {
 /// A freshly created token: shown once, then only its record remains.
 #[derive(Debug)]
 pub struct NewToken {
+    /// The whole `tfreg_<id>_<secret>`, to hand to its holder; nothing keeps it.
     pub token: String,
+    /// What is stored of it.
     pub record: TokenRecord,
 }
 
 /// What a request may read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Access {
+    /// Every namespace.
     All,
+    /// Only these namespaces.
     Namespaces(BTreeSet<Namespace>),
 }
 
 impl Access {
+    /// True when a module or provider in `namespace` may be read.
     pub fn allows(&self, namespace: &Namespace) -> bool {
         match self {
             Access::All => true,
@@ -93,14 +104,19 @@ impl Access {
 /// other tokens: "revoked" and "expired" are only said to someone holding the secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
+    /// No `Authorization` header on a registry that requires one.
     #[error("this registry requires a token: send `Authorization: Bearer <token>` (in Terraform, a `credentials` block for this host)")]
     Missing,
+    /// An `Authorization` header that is not `Bearer <token>`.
     #[error("the Authorization header must be `Bearer <token>`")]
     Malformed,
+    /// Not a token of this registry: unknown id, wrong secret, or not token-shaped.
     #[error("the token is not valid for this registry")]
     Invalid,
+    /// The holder's token was revoked.
     #[error("the token has been revoked")]
     Revoked,
+    /// The holder's token has expired.
     #[error("the token has expired")]
     Expired,
 }
@@ -108,9 +124,11 @@ pub enum AuthError {
 /// Where token records live: a file beside the data directory, or the DynamoDB table.
 #[async_trait]
 pub trait TokenStore: Send + Sync {
+    /// The record with this id, if any.
     async fn get(&self, id: &str) -> Result<Option<TokenRecord>, StoreError>;
     /// Stores a record, replacing the one with the same id.
     async fn put(&self, record: TokenRecord) -> Result<(), StoreError>;
+    /// Every record, revoked and expired ones included.
     async fn list(&self) -> Result<Vec<TokenRecord>, StoreError>;
     /// Notes that a token was used. Stores may coarsen this (it is informational).
     async fn record_use(&self, id: &str, at: SystemTime) -> Result<(), StoreError>;
@@ -136,6 +154,7 @@ pub fn purge_due(record: &TokenRecord, now: SystemTime) -> bool {
     purge_at(record).is_some_and(|at| unix(now) >= at)
 }
 
+/// Seconds since the Unix epoch (0 for a time before it).
 pub fn unix(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

@@ -8,7 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid version {value:?}: {reason}")]
 pub struct VersionError {
+    /// The refused text, as given.
     pub value: String,
+    /// What is wrong with it, phrased for the publisher.
     pub reason: String,
 }
 
@@ -18,6 +20,7 @@ pub struct VersionError {
 pub struct Version(semver::Version);
 
 impl Version {
+    /// Parses strict SemVer 2.0, refusing a leading `v` with a hint.
     pub fn parse(value: &str) -> Result<Self, VersionError> {
         if value.starts_with(['v', 'V']) {
             return Err(VersionError {
@@ -35,10 +38,12 @@ impl Version {
             })
     }
 
+    /// True for a version with a pre-release part (`2.0.0-beta.1`).
     pub fn is_prerelease(&self) -> bool {
         !self.0.pre.is_empty()
     }
 
+    /// The underlying `semver` value.
     pub fn semver(&self) -> &semver::Version {
         &self.0
     }

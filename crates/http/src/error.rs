@@ -9,18 +9,26 @@ use tfreg_core::protocol::Errors;
 use tfreg_core::store::ErrorChain;
 use tfreg_core::{RegistryError, StoreError};
 
+/// A failed request, as the client is told: each variant is one status code.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    /// 400: the request itself is wrong; the message says how.
     #[error("{0}")]
     BadRequest(String),
+    /// 404: no such endpoint, file or publication; the message says which.
     #[error("{0}")]
     NotFound(String),
+    /// 403: refused outright (a download URL that is invalid or has expired).
     #[error("{0}")]
     Forbidden(String),
+    /// 401: no valid token.
     #[error(transparent)]
     Unauthorized(#[from] tfreg_core::tokens::AuthError),
+    /// 405: the path exists, not for this method.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// 500: a server-side failure, logged with its cause; the client sees only that it
+    /// happened.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

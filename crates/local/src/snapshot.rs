@@ -57,9 +57,11 @@ struct SavedDocument {
 
 /// What a snapshot restores.
 pub struct Restored {
+    /// The index's records (without pins, which have files of their own).
     pub records: Vec<Record>,
     /// The documents made from them, saved with them; empty when the snapshot has none.
     pub documents: Vec<(RecordId, Vec<u8>)>,
+    /// What the watcher last knew of each file (size and revision), by key.
     pub files: HashMap<String, ObjectMeta>,
 }
 
@@ -70,6 +72,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The snapshot of the data directory `data`, in its state folder.
     pub fn of(data: &Path) -> Self {
         Self {
             path: data.join(STATE_DIR_NAME).join(SNAPSHOT_FILE),

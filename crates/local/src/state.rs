@@ -9,16 +9,28 @@ use tfreg_core::signing::{UrlSigner, SECRET_LEN};
 
 use crate::fs_store::STATE_DIR_NAME;
 
+/// Why the state folder or a file in it cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    /// Reading, writing or creating a file or folder failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
+        /// What was being done (`read`, `create`, ...).
         action: &'static str,
+        /// The file or folder.
         path: PathBuf,
+        /// The operating system's error.
         source: io::Error,
     },
+    /// A state file that exists but cannot be used; deleting it makes a new one.
     #[error("{} is corrupt ({reason}); delete it and restart to generate a new one", path.display())]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Generating the self-signed certificate failed.
     #[error("cannot generate a TLS certificate: {0}")]
     Certificate(#[from] rcgen::Error),
 }
@@ -34,12 +46,15 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 /// The paths of a certificate and its private key, PEM-encoded.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
+    /// The certificate chain's PEM file.
     pub cert: PathBuf,
+    /// The private key's PEM file.
     pub key: PathBuf,
     /// True when this start generated them.
     pub generated: bool,
 }
 
+/// The server's state folder, `DATA/.tfreg/`.
 #[derive(Debug, Clone)]
 pub struct StateDir {
     path: PathBuf,
@@ -53,6 +68,7 @@ impl StateDir {
         Ok(Self { path })
     }
 
+    /// The folder's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

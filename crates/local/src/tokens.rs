@@ -42,6 +42,7 @@ struct Cache {
     tokens: Arc<HashMap<String, TokenRecord>>,
 }
 
+/// The local [`TokenStore`]: `DATA/.tfreg/tokens.json`, re-read when it changes.
 pub struct FileTokenStore {
     path: PathBuf,
     lock_path: PathBuf,

@@ -36,6 +36,7 @@ const LIST_EVERY: Duration = Duration::from_secs(2);
 
 /// Where the watcher keeps the index between runs.
 pub struct Persistence {
+    /// Where the index is saved.
     pub snapshot: Snapshot,
     /// The index it saves.
     pub metadata: Arc<LocalMetadataStore>,
@@ -43,6 +44,7 @@ pub struct Persistence {
     pub known: HashMap<String, ObjectMeta>,
 }
 
+/// How the watcher finds and indexes changes.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
     /// How often the whole directory is compared with the index.

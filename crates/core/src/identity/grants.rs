@@ -32,6 +32,7 @@ pub enum GrantKind {
 }
 
 impl GrantKind {
+    /// The name of its folder (data directory) or partition (table).
     pub fn name(self) -> &'static str {
         match self {
             GrantKind::Code => "code",
@@ -42,6 +43,7 @@ impl GrantKind {
 /// A record taken from the store: its document and when it expired or expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taken {
+    /// The record's JSON, as stored.
     pub doc: String,
     /// Unix seconds.
     pub expires_at: u64,
@@ -66,10 +68,13 @@ pub trait GrantStore: Send + Sync {
 /// Why a code or sign-in could not be taken, in words for the person or Terraform.
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
+    /// No such record: never made, taken already, or purged (names what was sought).
     #[error("the {0} is unknown or has been used already")]
     Unknown(&'static str),
+    /// The record was there but its lifetime had passed (names what was sought).
     #[error("the {0} has expired: start again")]
     Expired(&'static str),
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -80,7 +85,9 @@ pub enum GrantError {
 pub enum Purpose {
     /// `terraform login`: the code goes back to Terraform's redirect URI.
     Terraform {
+        /// The OAuth client id Terraform sent.
         client_id: String,
+        /// Where Terraform waits for the code (a loopback URL).
         redirect_uri: String,
         /// Terraform's own `state`, returned to it untouched.
         state: String,
@@ -88,13 +95,17 @@ pub enum Purpose {
         code_challenge: String,
     },
     /// The web pages: a session, then on to `next`.
-    Web { next: String },
+    Web {
+        /// The path to go to once signed in.
+        next: String,
+    },
 }
 
 /// A sign-in in progress: what the callback needs, sealed into the `state`
 /// ([`super::sealed`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingLogin {
+    /// Where the sign-in goes once the identity provider answers.
     pub purpose: Purpose,
     /// The PKCE verifier of the request to the identity provider.
     pub verifier: String,
@@ -107,10 +118,15 @@ pub struct PendingLogin {
 /// What an authorization code stands for: who signed in and what their token may read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IssuedCode {
+    /// The client id the code was issued to; redeeming it must repeat it.
     pub client_id: String,
+    /// The redirect URI the code was sent to; redeeming it must repeat it.
     pub redirect_uri: String,
+    /// Terraform's PKCE challenge (S256), which the redeeming verifier must match.
     pub code_challenge: String,
+    /// Who signed in: the ID token's `sub`.
     pub subject: String,
+    /// Who vouched for them: the ID token's `iss`.
     pub issuer: String,
     /// Empty: every namespace.
     pub namespaces: Vec<Namespace>,
@@ -127,6 +143,7 @@ fn id_of(key: &str) -> String {
 }
 
 impl Grants {
+    /// One-time records kept in `store`.
     pub fn new(store: Arc<dyn GrantStore>) -> Self {
         Self { store }
     }

@@ -15,26 +15,47 @@ pub const LEEWAY_SECS: u64 = 5;
 /// Why an ID token was refused, in words its holder can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
+    /// Not a well-formed signed JWT, or without a required claim (says what is wrong).
     #[error("the ID token is not a signed JWT: {0}")]
     Malformed(String),
+    /// Signed with an algorithm not accepted (named).
     #[error("the ID token is signed with {0:?}; only RS256, RS384, RS512, PS256, PS384, PS512, ES256 and ES384 are accepted")]
     Algorithm(String),
+    /// Its signing key (named by its `kid`) is not among the issuer's published keys.
     #[error("the ID token's signing key ({0}) is not among its issuer's published keys")]
     UnknownKey(String),
+    /// The signature does not verify.
     #[error("the ID token's signature does not verify with its issuer's keys")]
     BadSignature,
+    /// Its `exp` has passed, beyond [`LEEWAY_SECS`].
     #[error("the ID token has expired")]
     Expired,
+    /// Its `nbf` lies in the future, beyond [`LEEWAY_SECS`].
     #[error("the ID token is not valid yet")]
     NotYetValid,
+    /// Its `iss` is not the expected issuer.
     #[error("the ID token was issued by {found:?}, not {expected:?}")]
-    WrongIssuer { expected: String, found: String },
+    WrongIssuer {
+        /// The issuer expected.
+        expected: String,
+        /// The token's `iss` (empty when it cannot be read).
+        found: String,
+    },
+    /// Its `aud` does not name the expected audience.
     #[error("the ID token was made for another audience (expected {expected:?})")]
-    WrongAudience { expected: String },
+    WrongAudience {
+        /// The audience the token had to name.
+        expected: String,
+    },
+    /// Its `nonce` is not the one this sign-in sent.
     #[error("the ID token does not carry this sign-in's nonce")]
     WrongNonce,
+    /// Its `azp` is not the expected client id (or is missing beside several audiences).
     #[error("the ID token was issued to another client (its `azp` is not {expected:?})")]
-    WrongAuthorizedParty { expected: String },
+    WrongAuthorizedParty {
+        /// The client id expected.
+        expected: String,
+    },
 }
 
 /// OpenID Connect's rule for a token with several audiences: its authorized party (`azp`)

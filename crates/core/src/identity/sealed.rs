@@ -68,6 +68,7 @@ struct Sealed {
 /// A sealed state, opened.
 #[derive(Debug)]
 pub struct Opened {
+    /// The sign-in the state was sealed for.
     pub login: PendingLogin,
     binding: Option<String>,
 }

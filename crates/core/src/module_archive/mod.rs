@@ -107,54 +107,131 @@ pub struct ModuleSummary {
 /// is a verdict on the file except [`ModuleArchiveError::Io`], a failure to read it.
 #[derive(Debug, thiserror::Error)]
 pub enum ModuleArchiveError {
+    /// Reading the file failed: not a verdict on it.
     #[error("cannot read the archive: {0}")]
     Io(#[from] std::io::Error),
+    /// The file name ends in none of the archive suffixes.
     #[error("{name:?} is not a module archive name: it must end in .tar.gz, .tgz or .zip")]
-    UnknownFormat { name: String },
+    UnknownFormat {
+        /// The file name given.
+        name: String,
+    },
+    /// The content is not of the format its name says.
     #[error("not a {kind}, as the {suffix} name says: {detail}")]
     NotAsNamed {
+        /// The format expected (`zip archive`).
         kind: &'static str,
+        /// The suffix that named the format (`.zip`).
         suffix: &'static str,
+        /// What the reader found wrong.
         detail: String,
     },
+    /// An archive without entries.
     #[error("the archive is empty: a module archive holds the module's files, with its .tf files at the root")]
     Empty,
+    /// No `*.tf` or `*.tf.json` at the root (and no single top folder that holds some).
     #[error("the archive holds no Terraform configuration (*.tf or *.tf.json) at its root, where Terraform looks for it")]
     NoConfiguration,
+    /// No configuration at the root, but everything sits in one folder that has some: the
+    /// folder was archived rather than its contents.
     #[error("everything in the archive sits under one folder, {folder:?}, and Terraform reads the module from the archive's root: archive the folder's contents, not the folder (e.g. `tar -czf module.tar.gz -C {folder} .`)")]
-    ArchivedFolder { folder: String },
+    ArchivedFolder {
+        /// The one top-level folder.
+        folder: String,
+    },
+    /// An entry path with a `..` component.
     #[error("the entry {name:?} has `..` in its path (Terraform refuses such archives: \"entry contains '..'\")")]
-    ParentPath { name: String },
+    ParentPath {
+        /// The entry's path, as shown to the publisher.
+        name: String,
+    },
+    /// An entry path starting at the file system's root.
     #[error(
         "the entry {name:?} has an absolute path; entries must be relative to the module's root"
     )]
-    AbsolutePath { name: String },
+    AbsolutePath {
+        /// The entry's path, as shown to the publisher.
+        name: String,
+    },
+    /// Any other unsafe or unreadable entry path (backslashes, control characters, too long).
     #[error("the entry {name:?} {why}")]
-    BadName { name: String, why: &'static str },
+    BadName {
+        /// The entry's path, as shown to the publisher.
+        name: String,
+        /// What is wrong with it, completing "the entry ... ".
+        why: &'static str,
+    },
+    /// A link whose target lies outside the archive.
     #[error("the link {name:?} points outside the archive, to {target:?}; archive the file itself (tar -h follows links)")]
-    LinkOutside { name: String, target: String },
+    LinkOutside {
+        /// The link's path.
+        name: String,
+        /// Where it points.
+        target: String,
+    },
+    /// A link inside the archive, which `terraform init` would not unpack as a link.
     #[error("the link {name:?} (to {target:?}) would not survive terraform init, which unpacks a tar link as an empty file and a zip link as a file holding its target's path; archive the file itself (tar -h follows links; zip does unless given --symlinks)")]
-    LinkInside { name: String, target: String },
+    LinkInside {
+        /// The link's path.
+        name: String,
+        /// Where it points.
+        target: String,
+    },
+    /// A link whose target goes through another link.
     #[error("the link {name:?} points to {target:?} through the link {through:?}, so where it ends cannot be told from the archive (it may lie outside)")]
     LinkChain {
+        /// The link's path.
         name: String,
+        /// Where it points.
         target: String,
+        /// The other link its target passes through.
         through: String,
     },
+    /// An entry whose path passes through a link.
     #[error("the entry {name:?} lies beneath the link {link:?}: unpacking it would write through the link")]
-    BeneathLink { name: String, link: String },
+    BeneathLink {
+        /// The entry's path.
+        name: String,
+        /// The link above it.
+        link: String,
+    },
+    /// A device, FIFO or other entry that is neither file, folder nor link.
     #[error("the entry {name:?} is a {kind}; a module archive holds only files and folders")]
-    Unsupported { name: String, kind: String },
+    Unsupported {
+        /// The entry's path.
+        name: String,
+        /// What kind of entry it is, in words (`character device`).
+        kind: String,
+    },
+    /// Expanding past [`ModuleLimits::max_expanded_bytes`].
     #[error("the archive expands to more than {max} bytes, the most a module may hold")]
-    TooLarge { max: u64 },
+    TooLarge {
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// More entries than [`ModuleLimits::max_entries`].
     #[error("the archive holds more than {max} entries, the most a module may have")]
-    TooManyEntries { max: usize },
+    TooManyEntries {
+        /// The limit.
+        max: usize,
+    },
+    /// A compression ratio above [`ModuleLimits::max_ratio`].
     #[error("{what} expands {ratio} times its compressed size (at most {max} allowed): a compression bomb")]
-    Ratio { what: String, ratio: u64, max: u64 },
+    Ratio {
+        /// What expanded so far: the archive, or one zip entry, in words.
+        what: String,
+        /// Its expanded:compressed ratio.
+        ratio: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Zip entries whose stored data overlap each other's.
     #[error("the zip's entries overlap each other (the shape of a compression bomb)")]
     Overlap,
+    /// A zip's central directory too large to be a module's.
     #[error("the zip's listing is larger than a module's may be (crafted end records, or far more entries than allowed)")]
     ListingTooLarge,
+    /// The check ran past [`ModuleLimits::max_duration`] (the limit it held).
     #[error("checking the archive took longer than {0:?}, the most one archive may take (if the host was busy, publish the file again or reindex to retry)")]
     TimedOut(Duration),
 }

@@ -52,6 +52,7 @@ pub use crate::glob::matches_path as glob_matches;
 /// none.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SecretShapedFiles {
+    /// The first secret-shaped paths, in archive order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
     /// Secret-shaped files beyond those named.
@@ -73,6 +74,7 @@ impl SecretShapedFiles {
         }
     }
 
+    /// True when the archive has no secret-shaped file.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty() && self.more == 0
     }

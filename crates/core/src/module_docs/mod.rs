@@ -31,27 +31,55 @@ pub enum DocsError {
     /// The archive itself is refused (or could not be read: [`DocsError::is_io`]).
     #[error(transparent)]
     Archive(#[from] ModuleArchiveError),
+    /// A configuration file that does not parse.
     #[error("{file} does not parse: line {line}, column {column}: {message}")]
     Syntax {
+        /// The file's path in the archive.
         file: String,
+        /// Where the parser stopped (1-based).
         line: usize,
+        /// Where the parser stopped on that line (1-based).
         column: usize,
+        /// The parser's message.
         message: String,
     },
+    /// A configuration file that parses but is not valid Terraform (a block with the wrong
+    /// number of labels, say).
     #[error("{file}, line {line}: {why}")]
     Invalid {
+        /// The file's path in the archive.
         file: String,
+        /// The line of the offending block (1 for `.tf.json` files).
         line: usize,
+        /// What is wrong.
         why: String,
     },
+    /// A configuration file over [`MAX_CONFIG_FILE_BYTES`].
     #[error("{file} is larger than {max} bytes, the most a configuration file may be")]
-    TooLarge { file: String, max: u64 },
+    TooLarge {
+        /// The file's path in the archive.
+        file: String,
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// Configuration files adding up to more than [`MAX_CONFIG_BYTES`].
     #[error("the module's configuration files add up to more than {max} bytes")]
-    TooMuch { max: u64 },
+    TooMuch {
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// A configuration file that is not UTF-8.
     #[error("{file} is not UTF-8 text, as Terraform requires")]
-    NotUtf8 { file: String },
+    NotUtf8 {
+        /// The file's path in the archive.
+        file: String,
+    },
+    /// More submodules and examples than [`MAX_FOLDERS`].
     #[error("the archive holds more than {max} submodules and examples")]
-    TooManyFolders { max: usize },
+    TooManyFolders {
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl DocsError {
@@ -64,6 +92,7 @@ impl DocsError {
 /// The facts of one module version.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleDocs {
+    /// The module at the archive's root.
     pub root: ModulePart,
     /// `modules/<name>/`, by path.
     #[serde(default)]
@@ -95,8 +124,10 @@ pub struct ModulePart {
     /// True when the folder holds no configuration.
     #[serde(default)]
     pub empty: bool,
+    /// `variable` blocks, in the order the archive holds them.
     #[serde(default)]
     pub inputs: Vec<ModuleInput>,
+    /// `output` blocks, in the order the archive holds them.
     #[serde(default)]
     pub outputs: Vec<ModuleOutput>,
     /// `required_providers` entries.
@@ -105,6 +136,7 @@ pub struct ModulePart {
     /// `module` blocks.
     #[serde(default)]
     pub dependencies: Vec<ModuleCall>,
+    /// `resource` blocks (not `data` blocks).
     #[serde(default)]
     pub resources: Vec<ModuleResource>,
     /// `required_version`, when set.
@@ -115,10 +147,12 @@ pub struct ModulePart {
 /// A `variable` block.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleInput {
+    /// The variable's name (its block label).
     pub name: String,
     /// The type expression as written (`string`, `list(object({...}))`), or empty.
     #[serde(default, rename = "type")]
     pub type_: String,
+    /// Its `description`, or empty.
     #[serde(default)]
     pub description: String,
     /// The default as HCL/JSON text (`"\"eu-west-1\""`, `"3"`), `None` when there is none.
@@ -127,6 +161,7 @@ pub struct ModuleInput {
     /// True when the variable has no default.
     #[serde(default)]
     pub required: bool,
+    /// Its `sensitive` flag (false when not written).
     #[serde(default)]
     pub sensitive: bool,
     /// `nullable` as written (Terraform's default is true).
@@ -141,9 +176,12 @@ fn yes() -> bool {
 /// An `output` block.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleOutput {
+    /// The output's name (its block label).
     pub name: String,
+    /// Its `description`, or empty.
     #[serde(default)]
     pub description: String,
+    /// Its `sensitive` flag (false when not written).
     #[serde(default)]
     pub sensitive: bool,
 }
@@ -167,8 +205,11 @@ pub struct ProviderDependency {
 /// A `module` block.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleCall {
+    /// The call's name (its block label).
     pub name: String,
+    /// Its `source` as written, or empty.
     pub source: String,
+    /// Its `version` constraint, or empty.
     #[serde(default)]
     pub version: String,
 }
@@ -176,7 +217,9 @@ pub struct ModuleCall {
 /// A `resource` block.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleResource {
+    /// The resource's name (its second label).
     pub name: String,
+    /// The resource type (its first label, `aws_vpc`).
     #[serde(rename = "type")]
     pub type_: String,
 }

@@ -16,8 +16,11 @@ pub struct ModuleEntry {
     pub id: String,
     /// Always `""`: the registry knows no owners.
     pub owner: String,
+    /// The module's namespace.
     pub namespace: String,
+    /// The module's name.
     pub name: String,
+    /// The version shown.
     pub version: Version,
     /// The module's target system (`aws`), as the public registry calls it.
     pub provider: String,
@@ -37,6 +40,7 @@ pub struct ModuleEntry {
 /// `GET {modules.v1}NS/NAME/SYSTEM/VERSION` and `{modules.v1}NS/NAME/SYSTEM` (latest).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleDetails {
+    /// The fields listings show.
     #[serde(flatten)]
     pub entry: ModuleEntry,
     /// The root module's facts; empty lists when the archive's docs are unknown.
@@ -55,10 +59,14 @@ pub struct ModuleDetails {
 /// exists, `prev_offset` only when a previous one does.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ListMeta {
+    /// The most entries a page holds.
     pub limit: usize,
+    /// How many entries precede this page.
     pub current_offset: usize,
+    /// The next page's offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
+    /// The previous page's offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prev_offset: Option<usize>,
     /// The next page's path and query, relative to the registry's origin.
@@ -69,7 +77,9 @@ pub struct ListMeta {
 /// A page of modules.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleList {
+    /// Where the page sits.
     pub meta: ListMeta,
+    /// The page's modules.
     pub modules: Vec<ModuleEntry>,
 }
 
@@ -80,9 +90,11 @@ pub struct ProviderDetails {
     pub id: String,
     /// Always `""`.
     pub owner: String,
+    /// The provider's namespace.
     pub namespace: String,
     /// The provider's type.
     pub name: String,
+    /// The version shown.
     pub version: Version,
     /// Always `""`: releases carry no description.
     pub description: String,

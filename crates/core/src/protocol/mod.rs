@@ -10,8 +10,10 @@ use crate::version::Version;
 /// The service discovery document served at `/.well-known/terraform.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Discovery {
+    /// Where the module registry protocol is served, relative to the discovery URL.
     #[serde(rename = "modules.v1")]
     pub modules_v1: String,
+    /// Where the provider registry protocol is served, relative to the discovery URL.
     #[serde(rename = "providers.v1")]
     pub providers_v1: String,
     /// `terraform login`'s service, when the registry signs people in.
@@ -23,10 +25,15 @@ pub struct Discovery {
 /// (authorization code with PKCE, redirecting to `http://localhost:PORT/login`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoginService {
+    /// The OAuth client id Terraform sends ([`LoginService::CLIENT`] for this registry).
     pub client: String,
+    /// The OAuth grant types offered (`authz_code`).
     pub grant_types: Vec<String>,
+    /// The authorization endpoint's path.
     pub authz: String,
+    /// The token endpoint's path.
     pub token: String,
+    /// The first and last loopback port `terraform login` may listen on.
     pub ports: [u16; 2],
 }
 
@@ -69,9 +76,11 @@ impl Default for Discovery {
 /// `GET :namespace/:name/:system/versions`: always a single-element `modules` list.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleVersions {
+    /// The module, alone.
     pub modules: [ModuleVersionList; 1],
 }
 
+/// The one module of a [`ModuleVersions`] answer.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleVersionList {
     /// The module's repository, from its newest release that names one (newest of all
@@ -79,11 +88,14 @@ pub struct ModuleVersionList {
     /// release notes. Absent when no version names one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Every published version, oldest first.
     pub versions: Vec<ModuleVersion>,
 }
 
+/// One published module version.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModuleVersion {
+    /// The version number.
     pub version: Version,
     /// The module's repository, where the publisher gave it (GitLab's extension, which
     /// Renovate reads); absent otherwise.
@@ -94,53 +106,79 @@ pub struct ModuleVersion {
 /// The body of every error response: `{"errors": ["..."]}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Errors {
+    /// The messages, for people to read.
     pub errors: Vec<String>,
 }
 
 /// `GET :namespace/:type/versions` of the provider registry protocol.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ProviderVersions {
+    /// Every served version, oldest first.
     pub versions: Vec<ProviderVersion>,
 }
 
+/// One served provider version.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ProviderVersion {
+    /// The version number.
     pub version: Version,
+    /// The plugin protocol versions it speaks (`5.0`, `6.0`).
     pub protocols: Vec<String>,
+    /// The platforms it has a package for.
     pub platforms: Vec<ProviderPlatform>,
 }
 
+/// An OS and architecture a provider version has a package for.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ProviderPlatform {
+    /// The operating system (`linux`).
     pub os: String,
+    /// The architecture (`amd64`).
     pub arch: String,
 }
 
 /// `GET :namespace/:type/:version/download/:os/:arch`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ProviderDownload {
+    /// The plugin protocol versions the release speaks.
     pub protocols: Vec<String>,
+    /// The package's operating system.
     pub os: String,
+    /// The package's architecture.
     pub arch: String,
+    /// The zip's file name (`terraform-provider-<type>_<version>_<os>_<arch>.zip`).
     pub filename: String,
+    /// Where Terraform downloads the zip.
     pub download_url: String,
+    /// Where Terraform downloads the release's SHA256SUMS.
     pub shasums_url: String,
+    /// Where Terraform downloads the SHA256SUMS's detached signature.
     pub shasums_signature_url: String,
+    /// The zip's SHA-256, hex, as SHA256SUMS lists it.
     pub shasum: String,
+    /// The keys the signature may verify with.
     pub signing_keys: SigningKeys,
 }
 
+/// The keys a provider release's signature may verify with.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct SigningKeys {
+    /// The OpenPGP keys (this registry sends the one that verified).
     pub gpg_public_keys: Vec<GpgPublicKey>,
 }
 
+/// A trusted OpenPGP public key, as the provider protocol sends it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct GpgPublicKey {
+    /// The key's 64-bit ID, uppercase hex.
     pub key_id: String,
+    /// The ASCII-armored public key.
     pub ascii_armor: String,
+    /// A partner trust signature; always empty here.
     pub trust_signature: String,
+    /// Who publishes the key; always empty here.
     pub source: String,
+    /// A link about the key's publisher; always `null` here.
     pub source_url: Option<String>,
 }
 
@@ -151,17 +189,22 @@ pub struct Empty {}
 /// `GET :hostname/:namespace/:type/index.json` of the network mirror protocol.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct MirrorIndex {
+    /// Every version in the mirror, each mapped to `{}`.
     pub versions: std::collections::BTreeMap<String, Empty>,
 }
 
 /// `GET :hostname/:namespace/:type/:version.json` of the network mirror protocol.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct MirrorVersion {
+    /// The version's packages, by platform (`linux_amd64`).
     pub archives: std::collections::BTreeMap<String, MirrorArchive>,
 }
 
+/// One package of a mirrored version.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct MirrorArchive {
+    /// Where Terraform downloads the zip.
     pub url: String,
+    /// Its hashes: `h1:` (of the unpacked files) and `zh:` (of the zip).
     pub hashes: Vec<String>,
 }

@@ -26,6 +26,7 @@ pub fn routes(state: Option<DownloadsState>) -> axum::Router {
         .with_state(state)
 }
 
+/// The signed part of a download URL: its expiry, its signature and the revision it names.
 #[derive(Deserialize)]
 pub struct SignedQuery {
     expires: Option<String>,

@@ -39,12 +39,14 @@ pub(crate) fn plain_page(title: &str, body: maud::Markup) -> maud::Markup {
 /// What the pages need.
 #[derive(Clone)]
 pub struct WebState {
+    /// The registry the pages show.
     pub registry: Registry,
     /// Where tokens are checked; `None` for a public registry.
     pub tokens: Option<Arc<dyn TokenStore>>,
     /// Signs sessions; without it (a private registry configured without a secret) the
     /// pages take only `Authorization` headers, and the sign-in page says why.
     pub sessions: Option<SessionKey>,
+    /// How the pages behave.
     pub options: WebOptions,
     /// The identity provider the sign-in page offers (its display name), when one is
     /// configured (the login family then serves `/oauth/sign-in`).
@@ -79,7 +81,9 @@ impl Default for WebOptions {
 /// Who is looking: what they may read, and their session when they signed in.
 #[derive(Debug, Clone)]
 pub struct Viewer {
+    /// The namespaces the viewer may read.
     pub access: Access,
+    /// Their session, when they signed in (rather than sending a header, or nothing).
     pub session: Option<session::Session>,
     /// True for a public registry.
     pub public: bool,

@@ -42,7 +42,9 @@ impl std::fmt::Debug for SessionKey {
 /// A signed-in viewer: what they may read, and their token's id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
+    /// The id of the token the session stands for.
     pub token_id: String,
+    /// The namespaces that token may read.
     pub access: Access,
     /// The sign-out form's CSRF token.
     pub csrf: String,
@@ -52,6 +54,7 @@ impl SessionKey {
     /// The label sessions' keys are derived for ([`tfreg_core::signing::derive_key`]).
     pub const LABEL: &'static str = "web-session";
 
+    /// A key that signs and checks session cookies.
     pub fn new(key: [u8; 32]) -> Self {
         Self(key)
     }

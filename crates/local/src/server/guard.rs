@@ -57,6 +57,7 @@ pub struct Activity {
 }
 
 impl Activity {
+    /// Activity of a connection that has not moved a byte yet.
     pub fn new() -> Self {
         Self {
             origin: Instant::now(),
@@ -172,6 +173,7 @@ pub fn error_response(status: StatusCode, message: &str) -> Vec<u8> {
 }
 
 impl<S> Guard<S> {
+    /// Guards the connection `inner`, refusing heads beyond `limits` and noting I/O in `activity`.
     pub fn new(inner: S, limits: HeadLimits, activity: Arc<Activity>) -> Self {
         Self {
             inner,

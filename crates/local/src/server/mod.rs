@@ -66,13 +66,21 @@ impl http_body::Body for Ticketed {
 /// The bounds of the server (see the module's documentation for what each one does).
 #[derive(Debug, Clone)]
 pub struct ServerLimits {
+    /// Most connections served at once; further ones wait for a slot.
     pub max_connections: usize,
+    /// How long a TLS handshake may take.
     pub tls_handshake_timeout: Duration,
+    /// How long a request head may take to arrive.
     pub header_read_timeout: Duration,
+    /// How long a connection may sit idle between requests.
     pub idle_timeout: Duration,
+    /// The handshake, head and idle timeout once three quarters of the connections are taken.
     pub idle_timeout_under_pressure: Duration,
+    /// Most bytes in a request line.
     pub max_request_line: usize,
+    /// Most bytes in a request head, request line and headers together.
     pub max_head: usize,
+    /// How long requests in flight get to finish on shutdown.
     pub shutdown_grace: Duration,
 }
 
