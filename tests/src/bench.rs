@@ -11,8 +11,11 @@ use crate::{wait_until, TempDir};
 /// One wrk run: throughput and latency percentiles.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Load {
+    /// Requests answered per second.
     pub requests_per_sec: f64,
+    /// Median latency, in milliseconds.
     pub p50_ms: f64,
+    /// 99th-percentile latency, in milliseconds.
     pub p99_ms: f64,
     /// Responses that were not 2xx or 3xx (wrk's "Non-2xx or 3xx responses").
     pub errors: u64,
@@ -21,8 +24,11 @@ pub struct Load {
 /// How a load is applied.
 #[derive(Debug, Clone, Copy)]
 pub struct LoadShape {
+    /// Open connections (wrk `-c`).
     pub connections: u32,
+    /// Client threads (wrk `-t`).
     pub threads: u32,
+    /// Duration of the run, in seconds.
     pub seconds: u32,
 }
 
@@ -96,6 +102,7 @@ fn duration_ms(value: &str) -> Option<f64> {
 /// nginx serving a folder over TLS, with the certificate the registry serves: the static
 /// files the registry's answers are compared with. Stopped when dropped.
 pub struct Nginx {
+    /// `https://127.0.0.1:PORT`.
     pub url: String,
     child: Child,
     _dir: TempDir,

@@ -111,6 +111,7 @@ impl Browser {
         self.client.as_ref().unwrap()
     }
 
+    /// Opens `url` and waits for the page to load.
     pub fn goto(&self, url: &str) {
         self.runtime
             .block_on(self.client().goto(url))

@@ -193,6 +193,7 @@ fn items_in(body: &[u8]) -> usize {
         .unwrap_or(0)
 }
 
+/// The host name the counted stack is served under.
 pub const HOST: &str = "registry.example.test";
 
 /// The API requests Terraform makes, by name, against [`published`]'s registry.
@@ -259,10 +260,13 @@ fn client(stack: &Stack) -> reqwest::blocking::Client {
 /// What one request cost.
 #[derive(Debug)]
 pub struct Cost {
+    /// The HTTP status of the answer.
     pub status: u16,
     /// The answer's size: its body, and the `X-Terraform-Get` of a module download.
     pub answer_bytes: usize,
+    /// The answer's body.
     pub body: Vec<u8>,
+    /// The AWS calls the request made, in order.
     pub calls: Vec<Call>,
 }
 

@@ -130,7 +130,9 @@ pub struct Server {
     pub addr: String,
     /// `https://127.0.0.1:PORT`
     pub url: String,
+    /// The data directory it serves.
     pub data: PathBuf,
+    /// The self-signed certificate it serves (trust it with `SSL_CERT_FILE`).
     pub cert: PathBuf,
     stdout: Arc<Mutex<String>>,
     log: PathBuf,
@@ -340,6 +342,7 @@ impl Drop for Server {
     }
 }
 
+/// An HTTP client that trusts `cert` (the registry's self-signed certificate).
 pub fn client_trusting(cert: &Path) -> reqwest::blocking::Client {
     let pem = std::fs::read(cert).unwrap();
     reqwest::blocking::Client::builder()
@@ -400,6 +403,7 @@ pub fn module_files(version: &str) -> [(&'static str, String); 2] {
 
 /// A working directory for the real `terraform` CLI with its own CLI configuration.
 pub struct Terraform {
+    /// The working directory: `terraform` runs here.
     pub dir: TempDir,
     env: Vec<(String, String)>,
 }
@@ -421,6 +425,7 @@ impl Terraform {
         Terraform { dir, env }
     }
 
+    /// Writes `content` to `file` in the working directory.
     pub fn write(&self, file: &str, content: &str) {
         std::fs::write(self.dir.path().join(file), content).unwrap();
     }
@@ -530,6 +535,7 @@ pub struct Gpg {
 }
 
 impl Gpg {
+    /// A fresh GnuPG home with one RSA signing key (Terraform refuses EdDSA).
     pub fn new() -> Gpg {
         let found = Command::new("gpg")
             .arg("--version")
@@ -707,6 +713,7 @@ pub fn venv_tool(name: &str) -> PathBuf {
     path
 }
 
+/// A TCP port free on 127.0.0.1 right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -731,6 +738,7 @@ pub fn test_certificate(dir: &Path) -> (PathBuf, PathBuf) {
 /// moto's server, emulating S3 and DynamoDB on a free port; stopped when dropped.
 pub struct Moto {
     child: Child,
+    /// `http://127.0.0.1:PORT`, the endpoint the AWS SDK is pointed at.
     pub endpoint: String,
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::{free_port, venv_tool, wait_until};
 
+/// The running provider; stopped when dropped.
 pub struct OidcProvider {
     child: Child,
     /// `http://127.0.0.1:PORT`: the issuer, as its tokens' `iss` says.

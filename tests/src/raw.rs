@@ -8,12 +8,16 @@ use std::time::Duration;
 /// An answer read off the wire.
 #[derive(Debug)]
 pub struct RawResponse {
+    /// The status code.
     pub status: u16,
+    /// The status line and headers, as sent.
     pub head: String,
+    /// The body, as received after the head.
     pub body: Vec<u8>,
 }
 
 impl RawResponse {
+    /// The body as text (lossy UTF-8).
     pub fn body_text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }

@@ -17,8 +17,11 @@ use tfreg_core::{Indexer, MetadataStore};
 use crate::stack::Stack;
 use crate::{tar_gz, Gpg};
 
+/// Versions of the big module.
 pub const MODULE_VERSIONS: usize = 10_000;
+/// Versions of the big provider.
 pub const PROVIDER_VERSIONS: usize = 1_000;
+/// The platforms of each provider version.
 pub const PLATFORMS: [&str; 6] = [
     "linux_amd64",
     "linux_arm64",
@@ -27,8 +30,9 @@ pub const PLATFORMS: [&str; 6] = [
     "windows_amd64",
     "freebsd_amd64",
 ];
-/// The module and the provider.
+/// The big module.
 pub const MODULE: &str = "acme/big/aws";
+/// The big provider.
 pub const PROVIDER: &str = "acme/widget";
 /// The version published for real, whose records are copied.
 const FIRST: &str = "0.0.0";

@@ -33,6 +33,7 @@ pub struct StackOptions {
     pub download_mode: String,
     /// The stack's custom domain (`DomainName`), if any.
     pub domain: Option<String>,
+    /// Serve anonymous reads (the `Public` parameter).
     pub public: bool,
     /// The `CacheTtl` parameter, when not the template's default.
     pub cache_ttl: Option<String>,
@@ -93,7 +94,9 @@ pub struct Stack {
     pub cert: PathBuf,
     /// The environment that points the AWS SDK (and `tfreg --table`) at the emulator.
     pub env: Vec<(&'static str, String)>,
+    /// The artifacts bucket's name.
     pub bucket: String,
+    /// The DynamoDB table's name.
     pub table: String,
     s3: aws_sdk_s3::Client,
     functions: Vec<Function>,

@@ -16,9 +16,13 @@ use axum::response::{IntoResponse, Response};
 /// site's `https://127.0.0.1:PORT`.
 #[derive(Clone, Debug)]
 pub struct Page {
+    /// The status code.
     pub status: u16,
+    /// The `Content-Type` header.
     pub content_type: String,
+    /// Further headers.
     pub headers: Vec<(String, String)>,
+    /// The body.
     pub body: Vec<u8>,
 }
 
