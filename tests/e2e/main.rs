@@ -3,6 +3,7 @@
 
 mod access;
 mod aws;
+mod docs_links;
 mod escaping;
 mod first_run;
 mod hostile;

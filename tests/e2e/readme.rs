@@ -1,12 +1,15 @@
-//! The README, verbatim: the command blocks of its quick start and of its worked example run
-//! as written, top to bottom, on a fresh data directory and a free port, as a new user would
-//! run them: `make install` (into a scratch install root, so nothing outside the test
-//! changes), `tfreg serve`, then the example, whose `terraform init` must install the module.
+//! The README, verbatim: the command blocks of its quick start, of its worked example and of
+//! its publish section run as written, top to bottom, on a fresh data directory and a free
+//! port, as a new user would run them: `make install` (into a scratch install root, so
+//! nothing outside the test changes), `tfreg serve`, then the example, whose `terraform init`
+//! must install the module, then `tfreg publish` of the next version (the walkthroughs must
+//! not collide: a second publish of the example's version would be refused).
 //!
-//! How the blocks are run: each `sh` block of the two sections, in order. A line that starts a
+//! How the blocks are run: each `sh` block of the three sections, in order. A line that starts a
 //! server (`tfreg serve`) runs in the background until the test ends; `make test` is skipped
 //! (it is what runs this test); other quick-start lines run one by one, `make` in the clone
-//! and the rest in the user's directory; the worked example runs as one script there. The
+//! and the rest in the user's directory; the worked example and the publish section run as
+//! one script there. The
 //! port comes through `TFREG_LISTEN`, which the README documents.
 
 use std::io::{BufRead, BufReader};
@@ -104,6 +107,7 @@ fn the_quick_start_and_the_worked_example_run_as_written() {
     let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
     let quick_start = blocks(&readme, "Quick start");
     let example = blocks(&readme, "Worked example: publish a module and install it");
+    let publish = blocks(&readme, "Publish");
 
     let scratch = TempDir::new().unwrap();
     let install_root = scratch.path().join("cargo");
@@ -191,13 +195,17 @@ fn the_quick_start_and_the_worked_example_run_as_written() {
         "make install put no tfreg in the install root"
     );
 
-    // The worked example, as one script in the same directory.
-    let script = example.join("\n");
+    // The worked example, then the publish section, as one script in the same directory.
+    let script = [example, publish].concat().join("\n");
     let output = without_colours(&shell.run(&script, &site));
     assert!(
         output.contains(&format!(
             "Downloading 127.0.0.1:{port}/acme/network/aws 1.0.0 for network"
         )),
+        "{output}"
+    );
+    assert!(
+        output.contains("served: module acme/network/aws 1.1.0"),
         "{output}"
     );
     assert!(!output.contains("warning:"), "{output}");

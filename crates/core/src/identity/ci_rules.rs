@@ -647,12 +647,15 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_shows_what_is_accepted_and_what_is_refused() {
-        let readme = include_str!("../../../../README.md");
+    fn the_docs_show_what_is_accepted_and_what_is_refused() {
+        let readme = include_str!("../../../../docs/signing-in.md");
         let start = readme.find("\"name\": \"every-repo\"").unwrap();
         let refused_rule = &readme[readme[..start].rfind('{').unwrap()..];
         let refused_rule = &refused_rule[..=refused_rule.find("\n}").unwrap() + 1];
         let error = IdentityConfig::parse(&format!(r#"{{"ci": [{refused_rule}]}}"#)).unwrap_err();
-        assert!(readme.contains(&error), "the README should show: {error}");
+        assert!(
+            readme.contains(&error),
+            "docs/signing-in.md should show: {error}"
+        );
     }
 }
