@@ -1,4 +1,4 @@
-//! The publishing layout (CONTRACT.md §1): what an object key in the bucket or data directory
+//! The publishing layout (docs/publishing.md, "Publishing layout"): what an object key in the bucket or data directory
 //! means. Both deployment shapes classify keys here and nowhere else.
 
 use std::fmt;

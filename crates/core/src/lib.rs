@@ -1,7 +1,7 @@
 //! tfreg's core: everything that is true of a Terraform registry whatever it runs on.
 //!
 //! - [`names`] and [`version`]: validated address parts and semantic versions;
-//! - [`layout`]: what a published object key means (CONTRACT.md §1);
+//! - [`layout`]: what a published object key means (the layout users publish to);
 //! - [`store`]: the storage ports that the local and AWS adapters implement;
 //! - [`index`]: the one indexing routine both shapes run on object events;
 //! - [`registry`] and [`protocol`]: the protocol answers and their JSON documents;
