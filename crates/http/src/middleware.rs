@@ -25,7 +25,11 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     if status < 400 && !tracing::enabled!(target: "tfreg::access", tracing::Level::DEBUG) {
         return response;
     }
-    let route = crate::Family::of_path(&path).map_or("none", crate::Family::name);
+    // The family whose route matched (`crate::family`, `crate::router`), not the path's look.
+    let route = response
+        .extensions()
+        .get::<crate::Family>()
+        .map_or("none", |family| family.name());
     if status >= 500 {
         tracing::error!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
     } else if status >= 400 {
