@@ -222,6 +222,8 @@ pub fn family(family: Family, routes: Router) -> Router {
 /// access log names the family of the route that matched, and a path no route matches is
 /// named by none.
 fn labelled(family: Family, routes: Router) -> Router {
+    // A method a route does not answer is still that route's: its 405 is labelled too.
+    let routes = routes.method_not_allowed_fallback(method_not_allowed);
     routes.layer(axum::middleware::map_response(
         move |mut response: axum::response::Response| async move {
             response.extensions_mut().insert(family);
