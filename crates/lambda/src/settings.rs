@@ -75,6 +75,22 @@ impl std::fmt::Debug for Downloads {
     }
 }
 
+/// The table and the bucket, both required.
+#[derive(clap::Args, Debug)]
+pub struct StoreFlags {
+    #[command(flatten)]
+    table: TableSetting,
+    #[command(flatten)]
+    bucket: BucketSetting,
+}
+
+impl StoreFlags {
+    fn required(self) -> Result<(String, String), ConfigError> {
+        let table = required("TFREG_TABLE", self.table.table)?;
+        Ok((table, required("TFREG_BUCKET", self.bucket.bucket)?))
+    }
+}
+
 /// The modules, providers and mirror functions: the registry, read with tokens unless
 /// public, and download URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,9 +110,7 @@ pub struct ApiSettings {
 #[derive(Parser, Debug)]
 pub struct ApiFlags {
     #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
+    store: StoreFlags,
     #[command(flatten)]
     public: PublicSetting,
     #[command(flatten)]
@@ -111,9 +125,10 @@ impl FunctionSettings for ApiSettings {
     type Flags = ApiFlags;
 
     fn from_flags(s: ApiFlags) -> Result<Self, ConfigError> {
+        let (table, bucket) = s.store.required()?;
         Ok(ApiSettings {
-            table: required("TFREG_TABLE", s.table.table)?,
-            bucket: required("TFREG_BUCKET", s.bucket.bucket)?,
+            table,
+            bucket,
             public: s.public.public,
             hostname: s.hostname.get(),
             downloads: Downloads::from_flags(&s.downloads)?,
@@ -182,9 +197,7 @@ pub struct IndexerSettings {
 #[derive(Parser, Debug)]
 pub struct IndexerFlags {
     #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
+    store: StoreFlags,
     #[command(flatten)]
     hostname: HostnameSetting,
 }
@@ -193,9 +206,10 @@ impl FunctionSettings for IndexerSettings {
     type Flags = IndexerFlags;
 
     fn from_flags(s: IndexerFlags) -> Result<Self, ConfigError> {
+        let (table, bucket) = s.store.required()?;
         Ok(IndexerSettings {
-            table: required("TFREG_TABLE", s.table.table)?,
-            bucket: required("TFREG_BUCKET", s.bucket.bucket)?,
+            table,
+            bucket,
             hostname: s.hostname.get(),
         })
     }
@@ -221,9 +235,7 @@ pub struct WebFunctionSettings {
 #[derive(Parser, Debug)]
 pub struct WebFlags {
     #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
+    store: StoreFlags,
     #[command(flatten)]
     public: PublicSetting,
     #[command(flatten)]
@@ -248,9 +260,10 @@ impl FunctionSettings for WebFunctionSettings {
                 "is not set, and a registry that is not public needs it to sign the web pages' sessions",
             ));
         }
+        let (table, bucket) = s.store.required()?;
         Ok(WebFunctionSettings {
-            table: required("TFREG_TABLE", s.table.table)?,
-            bucket: required("TFREG_BUCKET", s.bucket.bucket)?,
+            table,
+            bucket,
             public,
             hostname: s.hostname.get(),
             web: web_options(&s.web),
