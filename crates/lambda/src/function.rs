@@ -137,10 +137,4 @@ impl Function {
     pub fn check(self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         (self.spec().check)(&get)
     }
-
-    /// True for the functions that hand out or follow download URLs, and so read
-    /// `TFREG_DOWNLOADS`, `TFREG_URL_SECRET` and `TFREG_URL_TTL`.
-    pub fn makes_download_urls(self) -> bool {
-        self.environment().iter().any(|v| v == "TFREG_DOWNLOADS")
-    }
 }
