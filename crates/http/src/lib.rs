@@ -24,7 +24,9 @@ use tfreg_core::{ArtifactStore, Registry};
 
 pub use error::ApiError;
 
-/// The route families, as the Lambda functions of template.yaml serve them.
+/// The route families, as the Lambda functions of template.yaml serve them (each named as
+/// its function in `tfreg_lambda::Function::ALL`; a test holds the two to it). The access
+/// log's `route` is the family whose router answered ([`family`], [`router`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
     /// `/.well-known/terraform.json`
