@@ -9,6 +9,7 @@
 #   make coldstart  each function's cold start against a hello-world lambda_http binary
 #   make bench  benchmarks into BENCHMARKS.md (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
+#   make functions  the Lambda functions, one folder each under crates/functions/
 #   make deploy sam deploy (guided the first time)
 #   make release  versioned tfreg archives for Linux and macOS, x86_64 and arm64, with SHA-256 sums
 #   make fuzz   run one fuzz target (TARGET=<name> [SECONDS=600]; nightly + cargo-fuzz, not in `make test`)
@@ -28,9 +29,10 @@ ARGS ?=
 VENV ?= .venv
 PYTHON ?= python3
 
-# Lambda builds: architecture, and the functions (crates/functions/*)
+# Lambda builds: architecture, and the functions: one folder each under crates/functions/
+# (tfreg_lambda::Function::ALL; crates/lambda/tests/template_env.rs checks they agree)
 ARCH ?= arm64
-FUNCTIONS := discovery modules providers mirror downloads indexer web login
+FUNCTIONS := $(notdir $(wildcard crates/functions/*))
 LAMBDA_DIR := build/lambda
 export SAM_CLI_TELEMETRY = 0
 
@@ -41,7 +43,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: release release-check install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: functions release release-check install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
@@ -201,6 +203,10 @@ fuzz-list: check-fuzz-tools
 check-fuzz-tools:
 	@cargo +nightly --version >/dev/null 2>&1 || { echo "the nightly toolchain is missing: rustup toolchain install nightly"; exit 1; }
 	@cargo fuzz --version >/dev/null 2>&1 || { echo "cargo-fuzz is missing: cargo install cargo-fuzz --locked"; exit 1; }
+
+## The Lambda functions, one a line (what FUNCTIONS holds)
+functions:
+	@printf '%s\n' $(FUNCTIONS)
 
 ## Tools the tests need, with how to get them
 check-tools:

@@ -16,7 +16,8 @@ use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenSt
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::{self, TokenStore};
 use tfreg_core::{Hostname, Indexer};
-use tfreg_lambda::{app_state, decode_event_key, handle_s3_event, Config, Stores};
+use tfreg_lambda::settings::ApiSettings;
+use tfreg_lambda::{app_state, decode_event_key, handle_s3_event, FunctionSettings, Stores};
 use tower::ServiceExt;
 
 /// The bucket the indexer is configured with, as in `events/s3-*.json`.
@@ -171,7 +172,7 @@ fn api() -> &'static Api {
                 .await
                 .expect("a token store in memory");
             let router = |settings: &[(&str, &str)]| {
-                let config = Config::from_lookup(|name| {
+                let config = ApiSettings::from_lookup(|name| {
                     settings
                         .iter()
                         .chain(&[

@@ -4,6 +4,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use tfreg_e2e::{function_bin, wait_until, RuntimeApi};
+use tfreg_lambda::Function;
 
 const TOKEN: &str = "tfreg_0123456789abcdef_s3cretS3cretS3cretS3cretS3cretS3cretS3cr";
 
@@ -153,35 +154,38 @@ fn count(symbols: &str, module: &str) -> usize {
 #[test]
 fn each_function_binary_holds_only_its_familys_code() {
     // What each family's code is, by the Rust paths it lives under.
-    let family = [
-        ("discovery", "tfreg_http::routes::discovery::"),
-        ("modules", "tfreg_http::routes::modules::"),
-        ("providers", "tfreg_http::routes::providers::"),
-        ("mirror", "tfreg_http::routes::mirror::"),
-        ("downloads", "tfreg_http::routes::artifacts::"),
-        ("indexer", "tfreg_core::index::"),
-        ("web", "tfreg_http::web::"),
-    ];
-    for (function, _) in family {
-        let symbols = symbols(function);
-        for (other, module) in family {
+    let code = |function: Function| match function {
+        Function::Discovery => "tfreg_http::routes::discovery::",
+        Function::Modules => "tfreg_http::routes::modules::",
+        Function::Providers => "tfreg_http::routes::providers::",
+        Function::Mirror => "tfreg_http::routes::mirror::",
+        Function::Downloads => "tfreg_http::routes::artifacts::",
+        Function::Indexer => "tfreg_core::index::",
+        // The pages (login shares the sessions and the page layout with them).
+        Function::Web => "tfreg_http::web::pages::",
+        Function::Login => "tfreg_http::login::",
+    };
+    for function in Function::ALL {
+        let symbols = symbols(function.name());
+        for other in Function::ALL {
+            let module = code(other);
             let count = count(&symbols, module);
             if other == function {
-                assert!(count > 0, "{function} lacks its own code ({module})");
+                assert!(count > 0, "{function:?} lacks its own code ({module})");
             } else {
-                assert_eq!(count, 0, "{function} holds {other}'s code ({module})");
+                assert_eq!(count, 0, "{function:?} holds {other:?}'s code ({module})");
             }
         }
         match function {
             // Discovery connects to nothing; downloads to S3 alone.
-            "discovery" => assert_eq!(count(&symbols, "aws_sdk_"), 0),
-            "downloads" => {
+            Function::Discovery => assert_eq!(count(&symbols, "aws_sdk_"), 0),
+            Function::Downloads => {
                 assert_eq!(count(&symbols, "aws_sdk_dynamodb::"), 0);
                 assert!(count(&symbols, "aws_sdk_s3::") > 0);
             }
             // The pages read the table; the markdown renderer and sanitiser are theirs.
-            "web" => assert!(count(&symbols, "ammonia::") > 0),
-            "modules" => assert_eq!(count(&symbols, "ammonia::"), 0),
+            Function::Web => assert!(count(&symbols, "ammonia::") > 0),
+            Function::Modules | Function::Login => assert_eq!(count(&symbols, "ammonia::"), 0),
             _ => {}
         }
     }

@@ -197,18 +197,8 @@ async fn init_error(State(inner): State<Arc<Inner>>, body: String) -> StatusCode
     StatusCode::ACCEPTED
 }
 
-/// A Lambda function binary of this build (`discovery`, `modules`, ... `indexer`).
-/// The function binaries of template.yaml, by package name under `crates/functions/`.
-pub const FUNCTIONS: [&str; 7] = [
-    "discovery",
-    "modules",
-    "providers",
-    "mirror",
-    "downloads",
-    "indexer",
-    "web",
-];
-
+/// A Lambda function binary of this build, by name (`tfreg_lambda::Function::name`:
+/// `discovery`, `modules`, ... `login`).
 pub fn function_bin(name: &str) -> PathBuf {
     let bin = crate::tfreg_bin().with_file_name(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(

@@ -24,7 +24,9 @@ use tfreg_core::{ArtifactStore, Registry};
 
 pub use error::ApiError;
 
-/// The route families, as the Lambda functions of template.yaml serve them.
+/// The route families, as the Lambda functions of template.yaml serve them (each named as
+/// its function in `tfreg_lambda::Function::ALL`; a test holds the two to it). The access
+/// log's `route` is the family whose router answered ([`family`], [`router`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
     /// `/.well-known/terraform.json`
@@ -187,14 +189,26 @@ impl AppState {
 /// The whole API: every family's routes.
 pub fn router(state: AppState) -> Router {
     let api = state.api();
-    let routes = routes::discovery::routes(state.discovery.clone())
-        .merge(web::routes(state.web()))
-        .merge(routes::modules::routes(api.clone()))
-        .merge(routes::providers::routes(api.clone()))
-        .merge(routes::mirror::routes(api))
-        .merge(routes::artifacts::routes(state.downloads()));
+    let routes = labelled(
+        Family::Discovery,
+        routes::discovery::routes(state.discovery.clone()),
+    )
+    .merge(labelled(Family::Web, web::routes(state.web())))
+    .merge(labelled(
+        Family::Modules,
+        routes::modules::routes(api.clone()),
+    ))
+    .merge(labelled(
+        Family::Providers,
+        routes::providers::routes(api.clone()),
+    ))
+    .merge(labelled(Family::Mirror, routes::mirror::routes(api)))
+    .merge(labelled(
+        Family::Downloads,
+        routes::artifacts::routes(state.downloads()),
+    ));
     let routes = match state.login {
-        Some(login) => routes.merge(login::routes(login)),
+        Some(login) => routes.merge(labelled(Family::Login, login::routes(login))),
         None => routes,
     };
     finish(routes)
@@ -202,8 +216,22 @@ pub fn router(state: AppState) -> Router {
 
 /// One family's routes, as its Lambda function serves them: any other path gets the same
 /// JSON 404 the whole API gives.
-pub fn family(routes: Router) -> Router {
-    finish(routes)
+pub fn family(family: Family, routes: Router) -> Router {
+    finish(labelled(family, routes))
+}
+
+/// A family's routes, each answer marked with the family (as a response extension): the
+/// access log names the family of the route that matched, and a path no route matches is
+/// named by none.
+fn labelled(family: Family, routes: Router) -> Router {
+    // A method a route does not answer is still that route's: its 405 is labelled too.
+    let routes = routes.method_not_allowed_fallback(method_not_allowed);
+    routes.layer(axum::middleware::map_response(
+        move |mut response: axum::response::Response| async move {
+            response.extensions_mut().insert(family);
+            response
+        },
+    ))
 }
 
 /// What every answer shares: JSON 404 and 405, the browsers' security headers, and the

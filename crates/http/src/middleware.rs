@@ -25,7 +25,11 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     if status < 400 && !tracing::enabled!(target: "tfreg::access", tracing::Level::DEBUG) {
         return response;
     }
-    let route = crate::Family::of_path(&path).map_or("none", crate::Family::name);
+    // The family whose route matched (`crate::family`, `crate::router`), not the path's look.
+    let route = response
+        .extensions()
+        .get::<crate::Family>()
+        .map_or("none", |family| family.name());
     if status >= 500 {
         tracing::error!(target: "tfreg::access", %method, path, route, status, latency_ms, "request");
     } else if status >= 400 {
@@ -61,4 +65,68 @@ pub async fn authorize(
     };
     request.extensions_mut().insert(access);
     next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use crate::Family;
+
+    /// The access log's `route` of each request to the discovery family's router.
+    fn routes_logged(requests: &[(&str, &str)]) -> Vec<String> {
+        let sink = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let writer = Arc::clone(&sink);
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || Writer(Arc::clone(&writer)))
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let app = crate::family(
+            Family::Discovery,
+            crate::routes::discovery::routes(tfreg_core::protocol::Discovery::default()),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            for (method, path) in requests {
+                let request = Request::builder().method(*method).uri(*path);
+                let request = request.body(Body::empty()).unwrap();
+                runtime.block_on(app.clone().oneshot(request)).unwrap();
+            }
+        });
+        let out = String::from_utf8(sink.lock().unwrap().clone()).unwrap();
+        out.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|l| l["fields"]["route"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    struct Writer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Writer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn each_line_names_the_family_whose_route_matched() {
+        let routes = routes_logged(&[
+            ("GET", "/.well-known/terraform.json"),
+            ("DELETE", "/.well-known/terraform.json"),
+            ("GET", "/v1/modules"),
+        ]);
+        // Its own route, a method it does not answer there, and a path no route of it has.
+        assert_eq!(routes, ["discovery", "discovery", "none"]);
+    }
 }

@@ -5,18 +5,25 @@
 //! only its own family's code: discovery connects to nothing, downloads only to S3.
 
 pub mod config;
+pub mod function;
+pub mod settings;
 
 use std::sync::Arc;
 
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::protocol::Discovery;
-use tfreg_core::token_cache::CachedTokens;
+use tfreg_core::token_cache::{CacheSettings, CachedTokens};
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
-use tfreg_http::{ApiState, AppState, DownloadsState};
+use tfreg_http::{ApiState, AppState, DownloadsState, Family};
 
-pub use config::{Config, ConfigError, Function};
+pub use config::{ConfigError, FunctionSettings};
+pub use function::Function;
+use settings::{
+    ApiSettings, DiscoverySettings, Downloads, DownloadsSettings, IndexerSettings, LoginSettings,
+    WebFunctionSettings,
+};
 
 pub type Error = lambda_runtime::Error;
 
@@ -28,50 +35,73 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// The stores of an API function.
-    pub async fn connect(config: &Config) -> Stores {
-        Stores::connect_with(config, false).await
+    /// The stores of a function that answers requests over `table` and `bucket`.
+    pub async fn connect(
+        table: &str,
+        bucket: &str,
+        downloads: &Downloads,
+        cache: CacheSettings,
+    ) -> Stores {
+        Stores::connect_with(table, bucket, downloads, cache, false).await
     }
 
     /// The stores of the indexer: its queries read consistently, so concurrent invocations
     /// see each other's records.
-    pub async fn connect_for_indexing(config: &Config) -> Stores {
-        Stores::connect_with(config, true).await
+    pub async fn connect_for_indexing(settings: &IndexerSettings) -> Stores {
+        let (table, bucket) = (&settings.table, &settings.bucket);
+        let downloads = Downloads::default();
+        Stores::connect_with(table, bucket, &downloads, CacheSettings::DEFAULT, true).await
     }
 
-    async fn connect_with(config: &Config, indexing: bool) -> Stores {
+    async fn connect_with(
+        table: &str,
+        bucket: &str,
+        downloads: &Downloads,
+        cache: CacheSettings,
+        indexing: bool,
+    ) -> Stores {
         let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
         Stores {
             // The indexer reads consistently: it is what judges every file. Requests read
             // the documents it keeps, never the keys.
-            metadata: Arc::new(aws.metadata(&config.table, &config.bucket, indexing)),
+            metadata: Arc::new(aws.metadata(table, bucket, indexing)),
             artifacts: Arc::new(aws.artifacts(
-                &config.bucket,
-                config.url_ttl,
-                config.redirect_signer(),
+                bucket,
+                downloads.url_ttl,
+                downloads.redirect_signer(),
             )),
-            tokens: Arc::new(CachedTokens::new(
-                Arc::new(aws.tokens(&config.table)),
-                config.cache,
-            )),
+            tokens: Arc::new(CachedTokens::new(Arc::new(aws.tokens(table)), cache)),
         }
     }
 }
 
 /// The registry-reading families' state over some stores: tokens unless public.
-pub fn api_state(config: &Config, stores: Stores) -> ApiState {
+pub fn api_state(settings: &ApiSettings, stores: Stores) -> ApiState {
+    registry_state(settings.hostname.as_ref(), settings.public, stores)
+}
+
+/// The registry under its hostname, and the tokens it checks unless public.
+fn registry_state(
+    hostname: Option<&tfreg_core::Hostname>,
+    public: bool,
+    stores: Stores,
+) -> ApiState {
     let mut registry = Registry::new(stores.metadata, stores.artifacts);
-    if let Some(hostname) = &config.hostname {
+    if let Some(hostname) = hostname {
         registry = registry.with_hostname(hostname.clone());
     }
-    let tokens = (!config.public).then_some(stores.tokens);
+    let tokens = (!public).then_some(stores.tokens);
     ApiState { registry, tokens }
 }
 
 /// Every family's state over some stores (for tests that serve the whole API).
-pub fn app_state(config: &Config, stores: Stores) -> AppState {
-    let api = api_state(config, stores);
-    AppState::new(api.registry, config.redirect_signer(), api.tokens)
+pub fn app_state(settings: &ApiSettings, stores: Stores) -> AppState {
+    let api = api_state(settings, stores);
+    AppState::new(
+        api.registry,
+        settings.downloads.redirect_signer(),
+        api.tokens,
+    )
 }
 
 fn init_tracing() {
@@ -86,10 +116,10 @@ fn init_tracing() {
     );
 }
 
-/// Reads the function's configuration; a bad one is reported to the Runtime API's
-/// init-error endpoint (so the console shows the message) before the function stops.
-async fn configure(function: Function) -> Result<Config, Error> {
-    match Config::from_env(function) {
+/// Reads the function's settings; a bad one is reported to the Runtime API's init-error
+/// endpoint (so the console shows the message) before the function stops.
+async fn configure<S: FunctionSettings>() -> Result<S, Error> {
+    match S::from_env() {
         Ok(config) => Ok(config),
         Err(e) => {
             tracing::error!(variable = e.variable, problem = e.problem, "cannot start");
@@ -127,14 +157,14 @@ async fn report_init_error(message: &str) {
 /// The discovery function: the document, and no AWS client at all.
 pub async fn run_discovery() -> Result<(), Error> {
     init_tracing();
-    let config = configure(Function::Discovery).await?;
-    let routes = tfreg_http::routes::discovery::routes(discovery(&config));
-    lambda_http::run(tfreg_http::family(routes)).await
+    let settings = configure::<DiscoverySettings>().await?;
+    let routes = tfreg_http::routes::discovery::routes(discovery(&settings));
+    lambda_http::run(tfreg_http::family(Family::Discovery, routes)).await
 }
 
 /// The discovery document: `login.v1` when people sign in.
-pub fn discovery(config: &Config) -> Discovery {
-    let signs_in = config
+pub fn discovery(settings: &DiscoverySettings) -> Discovery {
+    let signs_in = settings
         .identity
         .as_ref()
         .is_some_and(|d| d.config.sign_in.is_some());
@@ -148,7 +178,7 @@ pub fn discovery(config: &Config) -> Discovery {
 /// and CI token exchange, over the table (tokens and one-time records).
 pub async fn run_login() -> Result<(), Error> {
     init_tracing();
-    let config = configure(Function::Login).await?;
+    let config = configure::<LoginSettings>().await?;
     let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
     let state = match login_state(&config, &aws).await {
         Ok(state) => state,
@@ -162,20 +192,17 @@ pub async fn run_login() -> Result<(), Error> {
             return Err(e.into());
         }
     };
-    lambda_http::run(tfreg_http::family(tfreg_http::login::routes(state))).await
+    let routes = tfreg_http::login::routes(state);
+    lambda_http::run(tfreg_http::family(Family::Login, routes)).await
 }
 
 /// The login family's state: the identity document with its client secret (from Secrets
 /// Manager when `TFREG_OIDC_CLIENT_SECRET_ARN` names one), over the table.
 pub async fn login_state(
-    config: &Config,
+    config: &LoginSettings,
     aws: &tfreg_aws::Aws,
 ) -> Result<tfreg_http::login::LoginState, tfreg_core::StoreError> {
-    let mut identity = config
-        .identity
-        .as_ref()
-        .map(|d| d.config.as_ref().clone())
-        .unwrap_or_default();
+    let mut identity = config.identity.config.as_ref().clone();
     if identity.sign_in.is_some() && config.session_secret.is_none() {
         tracing::warn!("people cannot sign in: TFREG_SESSION_SECRET is empty, and sign-ins in progress are sealed with it (CI exchanges still work)");
     }
@@ -197,7 +224,7 @@ pub async fn login_state(
             .session_secret
             .as_deref()
             .map(tfreg_http::web::SessionKey::from_secret),
-        session_lifetime: config.web.session_lifetime,
+        session_lifetime: config.session_lifetime,
         public_origin: config
             .hostname
             .as_ref()
@@ -213,23 +240,35 @@ pub async fn run_api(
     routes: fn(ApiState) -> axum::Router,
 ) -> Result<(), Error> {
     init_tracing();
-    let config = configure(function).await?;
-    let state = api_state(&config, Stores::connect(&config).await);
-    lambda_http::run(tfreg_http::family(routes(state))).await
+    let family = function
+        .spec()
+        .family
+        .ok_or("run_api serves an HTTP family")?;
+    let config = configure::<ApiSettings>().await?;
+    let stores = Stores::connect(
+        &config.table,
+        &config.bucket,
+        &config.downloads,
+        config.cache,
+    );
+    let state = api_state(&config, stores.await);
+    lambda_http::run(tfreg_http::family(family, routes(state))).await
 }
 
 /// The web pages' function: the catalogue and the pages over DynamoDB, with sessions
 /// signed by `TFREG_SESSION_SECRET`.
 pub async fn run_web() -> Result<(), Error> {
     init_tracing();
-    let config = configure(Function::Web).await?;
-    let routes = tfreg_http::web::routes(web_state(&config, Stores::connect(&config).await));
-    lambda_http::run(tfreg_http::family(routes)).await
+    let config = configure::<WebFunctionSettings>().await?;
+    let downloads = Downloads::default();
+    let stores = Stores::connect(&config.table, &config.bucket, &downloads, config.cache);
+    let routes = tfreg_http::web::routes(web_state(&config, stores.await));
+    lambda_http::run(tfreg_http::family(Family::Web, routes)).await
 }
 
 /// The web pages' state over some stores.
-pub fn web_state(config: &Config, stores: Stores) -> tfreg_http::web::WebState {
-    let api = api_state(config, stores);
+pub fn web_state(config: &WebFunctionSettings, stores: Stores) -> tfreg_http::web::WebState {
+    let api = registry_state(config.hostname.as_ref(), config.public, stores);
     let sessions = config
         .session_secret
         .as_deref()
@@ -247,10 +286,8 @@ pub fn web_state(config: &Config, stores: Stores) -> tfreg_http::web::WebState {
 /// only.
 pub async fn run_downloads() -> Result<(), Error> {
     init_tracing();
-    let config = configure(Function::Downloads).await?;
-    let Some(signer) = config.redirect_signer() else {
-        return Err("the downloads function needs TFREG_URL_SECRET".into());
-    };
+    let config = configure::<DownloadsSettings>().await?;
+    let signer = config.signer;
     let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
     let artifacts = aws.artifacts(&config.bucket, config.url_ttl, Some(signer.clone()));
     let state = DownloadsState {
@@ -258,7 +295,7 @@ pub async fn run_downloads() -> Result<(), Error> {
         signer,
     };
     let routes = tfreg_http::routes::artifacts::routes(Some(state));
-    lambda_http::run(tfreg_http::family(routes)).await
+    lambda_http::run(tfreg_http::family(Family::Downloads, routes)).await
 }
 
 /// Why an S3 event could not be indexed, in words (Lambda shows it as the invocation's
@@ -279,7 +316,7 @@ impl From<IndexFailure> for Diagnostic {
 /// The entry point of the indexer function.
 pub async fn run_indexer() -> Result<(), Error> {
     init_tracing();
-    let config = configure(Function::Indexer).await?;
+    let config = configure::<IndexerSettings>().await?;
     let stores = Stores::connect_for_indexing(&config).await;
     let indexer = Arc::new(
         Indexer::new(stores.metadata, stores.artifacts).with_hostname(config.hostname.clone()),

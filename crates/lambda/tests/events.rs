@@ -12,7 +12,8 @@ use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenSt
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::{self, TokenStore};
 use tfreg_core::Indexer;
-use tfreg_lambda::{app_state, decode_event_key, handle_s3_event, Config, Stores};
+use tfreg_lambda::settings::ApiSettings;
+use tfreg_lambda::{app_state, decode_event_key, handle_s3_event, FunctionSettings, Stores};
 use tower::ServiceExt;
 
 fn read(path: &str) -> String {
@@ -34,8 +35,8 @@ fn module() -> Vec<u8> {
     archive_of(ArchiveFormat::TarGz, &[("main.tf", b"")])
 }
 
-fn config() -> Config {
-    Config::from_lookup(|name| {
+fn config() -> ApiSettings {
+    ApiSettings::from_lookup(|name| {
         match name {
             "TFREG_TABLE" => Some("tfreg"),
             "TFREG_BUCKET" => Some("tfreg-artifacts"),
@@ -102,10 +103,10 @@ impl World {
 
 #[test]
 fn configuration_errors_name_the_setting() {
-    let err = Config::from_lookup(|_| None).unwrap_err();
+    let err = ApiSettings::from_lookup(|_| None).unwrap_err();
     assert_eq!(err.to_string(), "configuration: TFREG_TABLE: is not set");
     let with = |extra: (&'static str, &'static str)| {
-        Config::from_lookup(move |name| match name {
+        ApiSettings::from_lookup(move |name| match name {
             "TFREG_TABLE" => Some("t".into()),
             "TFREG_BUCKET" => Some("b".into()),
             n if n == extra.0 => Some(extra.1.into()),
@@ -138,7 +139,7 @@ fn configuration_errors_name_the_setting() {
         .contains("TFREG_DOWNLOADS"));
     let ok = with(("TFREG_PUBLIC", "true")).unwrap();
     assert!(ok.public);
-    assert_eq!(ok.url_ttl, Duration::from_secs(300));
+    assert_eq!(ok.downloads.url_ttl, Duration::from_secs(300));
 }
 
 #[tokio::test]

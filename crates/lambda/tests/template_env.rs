@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use tfreg_lambda::{Config, Function};
+use tfreg_lambda::settings::{
+    ApiSettings, DiscoverySettings, IndexerSettings, LoginSettings, WebFunctionSettings,
+};
+use tfreg_lambda::{Function, FunctionSettings};
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -40,9 +43,8 @@ fn environments(parameters: &[&str]) -> BTreeMap<String, BTreeMap<String, String
 /// The function a template resource runs, from its package (`build/lambda/<name>/...`).
 fn function_of(environment: &BTreeMap<String, String>) -> Function {
     let code = &environment["__code_uri__"];
-    Function::ALL
-        .into_iter()
-        .find(|f| code.contains(&format!("/{}/", f.name())))
+    let name = code.trim_start_matches("build/lambda/").split('/').next();
+    name.and_then(Function::named)
         .unwrap_or_else(|| panic!("no function runs {code}"))
 }
 
@@ -88,55 +90,49 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                 assert_eq!(functions.len(), expected, "{case}: {functions:?}");
                 for (logical_id, environment) in &functions {
                     let function = function_of(environment);
-                    let config =
-                        Config::for_function(function, |name| environment.get(name).cloned())
-                            .unwrap_or_else(|e| {
-                                panic!("{logical_id} ({case}) would fail its cold start: {e}")
-                            });
+                    let get = |name: &str| environment.get(name).cloned();
+                    let at = format!("{logical_id} ({case})");
+                    function
+                        .check(get)
+                        .unwrap_or_else(|e| panic!("{at} would fail its cold start: {e}"));
+                    let hostname = |h: &Option<tfreg_core::Hostname>| {
+                        h.as_ref().map(|h| h.as_str().to_owned())
+                    };
+                    let want_hostname = (!domain.is_empty()).then(|| domain.to_owned());
                     // Each function runs as the stack was deployed.
-                    if function.makes_download_urls() {
-                        assert_eq!(
-                            config.redirect_secret.is_some(),
-                            mode == "redirect",
-                            "{logical_id} ({case})"
-                        );
-                    }
-                    if matches!(
-                        function,
-                        Function::Modules | Function::Providers | Function::Mirror
-                    ) {
-                        assert_eq!(config.public, public == "true", "{logical_id} ({case})");
-                    }
-                    if function == Function::Web {
-                        assert_eq!(config.public, public == "true", "{logical_id} ({case})");
-                        // A private registry's pages sign sessions; a public one has none.
-                        assert_eq!(
-                            config.session_secret.is_some(),
-                            public == "false",
-                            "{logical_id} ({case})"
-                        );
-                    }
-                    if matches!(
-                        function,
-                        Function::Discovery | Function::Web | Function::Login
-                    ) {
-                        assert_eq!(
-                            config.sign_in_with.is_some(),
-                            !identity.is_empty(),
-                            "{logical_id} ({case})"
-                        );
-                    }
-                    if function == Function::Login {
-                        assert!(config.oidc_client_secret_arn.is_some(), "{case}");
-                        assert_eq!(config.session_secret.is_some(), public == "false", "{case}");
-                    }
-                    if matches!(function, Function::Modules | Function::Indexer) {
-                        let hostname = config.hostname.as_ref().map(|h| h.as_str().to_owned());
-                        let want = (!domain.is_empty()).then(|| domain.to_owned());
-                        assert_eq!(hostname, want, "{logical_id} ({case})");
+                    match function {
+                        Function::Modules | Function::Providers | Function::Mirror => {
+                            let s = ApiSettings::from_lookup(get).unwrap();
+                            let redirects = s.downloads.redirect_secret.is_some();
+                            assert_eq!(redirects, mode == "redirect", "{at}");
+                            assert_eq!(s.public, public == "true", "{at}");
+                            assert_eq!(hostname(&s.hostname), want_hostname, "{at}");
+                        }
+                        Function::Downloads => assert_eq!(mode, "redirect", "{at}"),
+                        Function::Web => {
+                            let s = WebFunctionSettings::from_lookup(get).unwrap();
+                            assert_eq!(s.public, public == "true", "{at}");
+                            // A private registry's pages sign sessions; a public one has none.
+                            assert_eq!(s.session_secret.is_some(), public == "false", "{at}");
+                            assert_eq!(s.sign_in_with.is_some(), !identity.is_empty(), "{at}");
+                        }
+                        Function::Discovery => {
+                            let s = DiscoverySettings::from_lookup(get).unwrap();
+                            let offers_login = tfreg_lambda::discovery(&s).login_v1.is_some();
+                            assert_eq!(offers_login, !identity.is_empty(), "{at}");
+                        }
+                        Function::Login => {
+                            let s = LoginSettings::from_lookup(get).unwrap();
+                            assert!(s.oidc_client_secret_arn.is_some(), "{at}");
+                            assert_eq!(s.session_secret.is_some(), public == "false", "{at}");
+                        }
+                        Function::Indexer => {
+                            let s = IndexerSettings::from_lookup(get).unwrap();
+                            assert_eq!(hostname(&s.hostname), want_hostname, "{at}");
+                        }
                     }
                     // And it is given nothing it does not read.
-                    let reads = tfreg_lambda::config::environment_of(function);
+                    let reads = function.environment();
                     for variable in environment.keys().filter(|k| k.starts_with("TFREG_")) {
                         assert!(
                             reads.contains(variable),
@@ -162,9 +158,9 @@ fn functions_that_make_no_urls_ignore_download_settings() {
         .map(str::to_owned)
     };
     for function in [Function::Discovery, Function::Indexer] {
-        assert!(Config::for_function(function, get).is_ok(), "{function:?}");
+        assert!(function.check(get).is_ok(), "{function:?}");
     }
-    let err = Config::for_function(Function::Modules, get).unwrap_err();
+    let err = Function::Modules.check(get).unwrap_err();
     assert_eq!(err.variable, "TFREG_URL_SECRET");
 }
 
@@ -231,9 +227,7 @@ fn configuration_errors_read_as_sentences_naming_the_variable() {
             "configuration: TFREG_IDENTITY: sign_in.issuer: \"http://idp.example\" must be an https:// URL",
         ),
     ] {
-        let message = Config::for_function(function, base(extra))
-            .unwrap_err()
-            .to_string();
+        let message = function.check(base(extra)).unwrap_err().to_string();
         assert!(message.starts_with(expected), "{message}");
         assert!(
             !message.contains("Error {") && !message.contains("::"),
@@ -256,7 +250,7 @@ fn a_ci_rule_trusting_every_repository_stops_the_cold_start() {
         .map(str::to_owned)
     };
     for function in [Function::Login, Function::Discovery, Function::Web] {
-        let message = Config::for_function(function, get).unwrap_err().to_string();
+        let message = function.check(get).unwrap_err().to_string();
         assert!(
             message.starts_with(
                 "configuration: TFREG_IDENTITY: ci[0] (\"infra-main\").claims.repository: \"*\" matches every value: "
@@ -264,4 +258,78 @@ fn a_ci_rule_trusting_every_repository_stops_the_cold_start() {
             "{function:?}: {message}"
         );
     }
+}
+
+/// The names a list gives, sorted.
+fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_makefile_the_function_folders_and_the_template_agree_with_function_all() {
+    // Given the one list,
+    let listed = sorted(Function::ALL.map(|f| f.name().to_owned()));
+    // the folders under crates/functions/ (each a package whose binary has its name),
+    let folders = sorted(
+        std::fs::read_dir(workspace().join("crates/functions"))
+            .expect("crates/functions")
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()),
+    );
+    assert_eq!(folders, listed, "crates/functions/ against Function::ALL");
+    for name in &folders {
+        let manifest = workspace().join(format!("crates/functions/{name}/Cargo.toml"));
+        let manifest = std::fs::read_to_string(&manifest).unwrap();
+        assert!(
+            manifest.contains(&format!("[[bin]]\nname = \"{name}\"\n")),
+            "crates/functions/{name}: its binary is not named {name}"
+        );
+    }
+    // the Makefile's FUNCTIONS (what `make build` zips),
+    let make = Command::new("make")
+        .args(["-s", "--no-print-directory", "functions"])
+        .current_dir(workspace())
+        .output()
+        .expect("make runs");
+    assert!(make.status.success(), "{make:?}");
+    let made = sorted(
+        String::from_utf8(make.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned),
+    );
+    assert_eq!(
+        made, listed,
+        "the Makefile's FUNCTIONS against Function::ALL"
+    );
+    // and the template's functions, when every one of them exists (redirect mode, with an
+    // identity document), each with the routes Function::ALL gives it.
+    let functions = environments(&["DownloadMode=redirect", r#"IdentityConfig={"ci": []}"#]);
+    let mut deployed = Vec::new();
+    for (logical_id, environment) in &functions {
+        let function = function_of(environment);
+        let routes = environment.get("__routes__").map_or("", String::as_str);
+        let want = function.spec().routes.join(" ");
+        assert_eq!(
+            routes, want,
+            "{logical_id}: its routes against Function::ALL"
+        );
+        let family = function.spec().family.map(|f| f.name());
+        let serves_http = !function.spec().routes.is_empty();
+        assert_eq!(family.is_some(), serves_http, "{logical_id}");
+        if let Some(family) = family {
+            assert_eq!(
+                family,
+                function.name(),
+                "{logical_id}: its access log's route"
+            );
+        }
+        deployed.push(function.name().to_owned());
+    }
+    assert_eq!(
+        sorted(deployed),
+        listed,
+        "template.yaml against Function::ALL"
+    );
 }

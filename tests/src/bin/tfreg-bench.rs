@@ -580,7 +580,7 @@ impl Bench {
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         let mut zips = String::new();
         let lambda = tfreg_e2e::workspace_root().join("build/lambda");
-        for function in tfreg_e2e::lambda::FUNCTIONS {
+        for function in tfreg_lambda::Function::ALL.map(tfreg_lambda::Function::name) {
             let zip = lambda.join(function).join("bootstrap.zip");
             if let Ok(meta) = std::fs::metadata(&zip) {
                 let _ = writeln!(

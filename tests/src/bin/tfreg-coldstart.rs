@@ -49,7 +49,7 @@ fn main() {
         .map(|r| r.parse().expect("RUNS is a number"))
         .unwrap_or(25);
     let mut binaries = vec!["lambda-hello"];
-    binaries.extend(tfreg_e2e::lambda::FUNCTIONS);
+    binaries.extend(tfreg_lambda::Function::ALL.map(tfreg_lambda::Function::name));
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
     // A first round to warm the page cache, not counted.
     for binary in &binaries {
