@@ -81,7 +81,10 @@ async fn uploads_are_indexed_into_dynamodb_and_served_from_presigned_urls() {
     let moto = Moto::start();
     let aws = provision(&moto).await;
     let indexer = Indexer::new(aws.metadata.clone(), aws.artifacts.clone());
-    let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
+    let registry = Registry::new(
+        aws.metadata.clone(),
+        tfreg_core::Downloads::presigned(aws.artifacts.clone(), None),
+    );
     let origin = Origin::https("registry.example.com").unwrap();
 
     // Given a module and a signed provider release uploaded to the bucket, each upload
@@ -231,7 +234,10 @@ async fn a_partition_larger_than_one_query_page_is_read_whole() {
         .rebuild_all_documents()
         .await
         .unwrap();
-    let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
+    let registry = Registry::new(
+        aws.metadata.clone(),
+        tfreg_core::Downloads::presigned(aws.artifacts.clone(), None),
+    );
     let versions = registry
         .module_versions(&Access::All, &module)
         .await
@@ -347,7 +353,10 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
     let env = moto.env();
     let reindex =
         || tfreg_e2e::tfreg_with_env(&["reindex", "--table", TABLE, "--bucket", BUCKET], &env);
-    let registry = Registry::new(aws.metadata.clone(), aws.artifacts.clone());
+    let registry = Registry::new(
+        aws.metadata.clone(),
+        tfreg_core::Downloads::presigned(aws.artifacts.clone(), None),
+    );
     let (network, widget) = (
         ModuleAddress::parse("acme", "network", "aws").unwrap(),
         ProviderAddress::parse("acme", "widget").unwrap(),
@@ -407,7 +416,7 @@ async fn reindex_makes_the_table_match_the_bucket_both_ways() {
         &ModuleAddress::parse("acme", "gone", "aws").unwrap(),
     );
     use tfreg_core::store::Expected;
-    use tfreg_core::MetadataStore;
+    use tfreg_core::{MetadataReader, MetadataStore};
     let listed = br#"{"versions":{"1.0.0":{"published_at":1}}}"#.to_vec();
     assert!(aws
         .metadata
@@ -705,7 +714,7 @@ async fn sign_in_records_are_taken_once_from_the_table_and_expire() {
 #[tokio::test(flavor = "multi_thread")]
 async fn documents_are_replaced_only_at_the_revision_read_and_large_ones_live_in_the_bucket() {
     use tfreg_core::store::{Expected, RecordId};
-    use tfreg_core::MetadataStore;
+    use tfreg_core::{MetadataReader, MetadataStore};
     let moto = Moto::start();
     let aws = provision(&moto).await;
     let store = DynamoMetadataStore::new(aws.dynamodb.clone(), TABLE)

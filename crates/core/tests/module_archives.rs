@@ -14,7 +14,7 @@ use tfreg_core::module_archive::{
 };
 use tfreg_core::store::{ObjectBody, ObjectMeta};
 use tfreg_core::tokens::Access;
-use tfreg_core::{ArtifactStore, IndexOutcome, ModuleAddress, Origin, StoreError};
+use tfreg_core::{ArtifactStore, IndexOutcome, ModuleAddress, StoreError};
 use world::World;
 
 const MAIN: &[u8] = b"variable \"cidr\" {\n  default = \"10.0.0.0/16\"\n}\n";
@@ -614,13 +614,29 @@ impl ArtifactStore for Counting {
         self.opened.fetch_add(1, Ordering::SeqCst);
         self.inner.open(key).await
     }
-    async fn download_url(
+    // What a store that keeps no earlier revisions answers.
+    async fn open_revision(
         &self,
         key: &str,
-        revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, StoreError> {
-        self.inner.download_url(key, revision, origin).await
+        revision: &str,
+    ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
+        Ok(self
+            .open(key)
+            .await?
+            .filter(|b| b.meta.revision == revision))
+    }
+    async fn keep(
+        &self,
+        _key: &str,
+        _revision: &str,
+        _sha256: &str,
+    ) -> Result<tfreg_core::store::Kept, tfreg_core::StoreError> {
+        Ok(tfreg_core::store::Kept::No(
+            "this store keeps no earlier revisions of a file".into(),
+        ))
+    }
+    async fn refusal(&self, _key: &str) -> Result<Option<String>, tfreg_core::StoreError> {
+        Ok(None)
     }
 }
 

@@ -13,8 +13,8 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::protocol::Discovery;
 use tfreg_core::token_cache::CachedTokens;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
-use tfreg_http::{ApiState, AppState, DownloadsState};
+use tfreg_core::{ArtifactStore, Downloads, IndexOutcome, Indexer, MetadataStore, Registry};
+use tfreg_http::{ApiState, AppState};
 
 pub use config::{Config, ConfigError, Function};
 
@@ -24,6 +24,8 @@ pub type Error = lambda_runtime::Error;
 pub struct Stores {
     pub metadata: Arc<dyn MetadataStore>,
     pub artifacts: Arc<dyn ArtifactStore>,
+    /// How the bucket's files reach clients: presigned URLs, or redirect mode's own URLs.
+    pub downloads: Downloads,
     pub tokens: Arc<dyn TokenStore>,
 }
 
@@ -41,15 +43,13 @@ impl Stores {
 
     async fn connect_with(config: &Config, indexing: bool) -> Stores {
         let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+        let bucket = Arc::new(aws.artifacts(&config.bucket, config.url_ttl));
         Stores {
             // The indexer reads consistently: it is what judges every file. Requests read
             // the documents it keeps, never the keys.
             metadata: Arc::new(aws.metadata(&config.table, &config.bucket, indexing)),
-            artifacts: Arc::new(aws.artifacts(
-                &config.bucket,
-                config.url_ttl,
-                config.redirect_signer(),
-            )),
+            artifacts: bucket.clone(),
+            downloads: tfreg_core::Downloads::presigned(bucket, config.redirect_signer()),
             tokens: Arc::new(CachedTokens::new(
                 Arc::new(aws.tokens(&config.table)),
                 config.cache,
@@ -60,7 +60,7 @@ impl Stores {
 
 /// The registry-reading families' state over some stores: tokens unless public.
 pub fn api_state(config: &Config, stores: Stores) -> ApiState {
-    let mut registry = Registry::new(stores.metadata, stores.artifacts);
+    let mut registry = Registry::new(stores.metadata, stores.downloads);
     if let Some(hostname) = &config.hostname {
         registry = registry.with_hostname(hostname.clone());
     }
@@ -70,8 +70,9 @@ pub fn api_state(config: &Config, stores: Stores) -> ApiState {
 
 /// Every family's state over some stores (for tests that serve the whole API).
 pub fn app_state(config: &Config, stores: Stores) -> AppState {
+    let downloads = stores.downloads.clone();
     let api = api_state(config, stores);
-    AppState::new(api.registry, config.redirect_signer(), api.tokens)
+    AppState::new(api.registry, downloads, api.tokens)
 }
 
 fn init_tracing() {
@@ -252,12 +253,11 @@ pub async fn run_downloads() -> Result<(), Error> {
         return Err("the downloads function needs TFREG_URL_SECRET".into());
     };
     let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
-    let artifacts = aws.artifacts(&config.bucket, config.url_ttl, Some(signer.clone()));
-    let state = DownloadsState {
-        artifacts: Arc::new(artifacts),
-        signer,
-    };
-    let routes = tfreg_http::routes::artifacts::routes(Some(state));
+    let bucket = Arc::new(aws.artifacts(&config.bucket, config.url_ttl));
+    let routes = tfreg_http::routes::artifacts::routes(tfreg_core::Downloads::presigned(
+        bucket,
+        Some(signer),
+    ));
     lambda_http::run(tfreg_http::family(routes)).await
 }
 
