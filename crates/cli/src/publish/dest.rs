@@ -4,7 +4,9 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "aws")]
 use std::sync::Arc;
+#[cfg(feature = "aws")]
 use std::time::Duration;
 
 use anyhow::{bail, Context};
