@@ -7,7 +7,7 @@
 //!   reached the registry;
 //! - [`index`]: the one indexing routine both shapes run on object events;
 //! - [`registry`] and [`protocol`]: the protocol answers and their JSON documents;
-//! - [`signing`]: self-authorising download URLs for stores that serve their own files;
+//! - [`signing`]: the registry's own self-authorising download URLs;
 //! - [`gpg`], [`hash`], [`release`] and [`providers`]: provider signatures, package hashes,
 //!   release files, and the judgement of which provider versions are served;
 //! - [`text`]: text from outside escaped for terminals, logs and JSON; [`glob`]: the one

@@ -453,29 +453,23 @@ impl tfreg_core::ArtifactStore for Interleaved {
         }
         self.inner.open(key).await
     }
-    // What a store that keeps no earlier revisions answers.
     async fn open_revision(
         &self,
         key: &str,
         revision: &str,
     ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
-        Ok(self
-            .open(key)
-            .await?
-            .filter(|b| b.meta.revision == revision))
+        self.inner.open_revision(key, revision).await
     }
     async fn keep(
         &self,
-        _key: &str,
-        _revision: &str,
-        _sha256: &str,
+        key: &str,
+        revision: &str,
+        sha256: &str,
     ) -> Result<tfreg_core::store::Kept, tfreg_core::StoreError> {
-        Ok(tfreg_core::store::Kept::No(
-            "this store keeps no earlier revisions of a file".into(),
-        ))
+        self.inner.keep(key, revision, sha256).await
     }
-    async fn refusal(&self, _key: &str) -> Result<Option<String>, tfreg_core::StoreError> {
-        Ok(None)
+    async fn refusal(&self, key: &str) -> Result<Option<String>, tfreg_core::StoreError> {
+        self.inner.refusal(key).await
     }
 }
 

@@ -2,6 +2,7 @@
 //! versioned bucket.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
@@ -22,6 +23,8 @@ pub struct MemoryArtifactStore {
     objects: RwLock<BTreeMap<String, StoredObject>>,
     /// Every revision written, by key and revision.
     history: RwLock<BTreeMap<(String, String), Content>>,
+    /// How many objects were opened, at any revision.
+    reads: AtomicUsize,
 }
 
 impl MemoryArtifactStore {
@@ -38,6 +41,12 @@ impl MemoryArtifactStore {
         let content = Arc::new(content.into());
         history.insert((key.to_owned(), revision.to_string()), Arc::clone(&content));
         objects.insert(key.to_owned(), (revision, content));
+    }
+
+    /// How many objects were opened so far, at any revision: what tests of "read once"
+    /// count.
+    pub fn reads(&self) -> usize {
+        self.reads.load(Ordering::SeqCst)
     }
 
     pub fn delete(&self, key: &str) {
@@ -68,6 +77,7 @@ impl ArtifactStore for MemoryArtifactStore {
     }
 
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
         Ok(self
             .get(key)?
             .map(|(meta, data)| ObjectBody::new(meta, std::io::Cursor::new(data.as_ref().clone()))))
@@ -78,6 +88,7 @@ impl ArtifactStore for MemoryArtifactStore {
         key: &str,
         revision: &str,
     ) -> Result<Option<ObjectBody>, StoreError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
         let history = self.history.read().map_err(|_| poisoned())?;
         let found = history.get(&(key.to_owned(), revision.to_owned()));
         Ok(found.map(|data| {
