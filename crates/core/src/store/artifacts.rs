@@ -70,7 +70,7 @@ impl fmt::Debug for ObjectBody {
 }
 
 /// Where published files live. Every adapter answers every method for itself: the contract
-/// they all keep is [`crate::store::contract`] (feature `test-support`).
+/// they all keep is `store::contract` (feature `test-support`).
 #[async_trait]
 pub trait ArtifactStore: Send + Sync {
     /// The object's current state, or `None` if there is no such object.

@@ -114,7 +114,7 @@ impl RecordId {
         Self::new(partition::PROBLEMS.to_owned(), key.to_owned())
     }
 
-    /// The pin of a version's file ([`PinRecord::slot`]).
+    /// The pin of a version's file ([`super::PinRecord::slot`]).
     pub fn pin(slot: &str) -> Self {
         Self::new(partition::PINS.to_owned(), slot.to_owned())
     }
