@@ -6,14 +6,13 @@
 //! can reach.
 
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use aws_lambda_events::event::s3::S3Event;
 use axum::body::Body;
 use axum::http::{header, Method};
 use axum::Router;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::{self, TokenStore};
 use tfreg_core::{Hostname, Indexer};
 use tfreg_lambda::settings::ApiSettings;
@@ -98,8 +97,7 @@ struct World {
 impl World {
     /// Fresh stores holding [`FILES`], not indexed yet.
     fn new() -> World {
-        let signer = Arc::new(UrlSigner::new(vec![9; 32], Duration::from_secs(300)));
-        let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+        let artifacts = Arc::new(MemoryArtifactStore::new());
         for (key, content) in FILES {
             artifacts.put(key, as_published(key, content));
         }
@@ -187,6 +185,10 @@ fn api() -> &'static Api {
                 let stores = Stores {
                     metadata: world.metadata.clone(),
                     artifacts: world.artifacts.clone(),
+                    downloads: tfreg_core::Downloads::presigned(
+                        world.artifacts.clone(),
+                        config.downloads.redirect_signer(),
+                    ),
                     tokens: tokens.clone(),
                 };
                 tfreg_http::router(app_state(&config, stores))

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use tfreg_core::store::Record;
-use tfreg_core::{Indexer, MetadataStore};
+use tfreg_core::{Indexer, MetadataReader};
 
 use crate::stack::Stack;
 use crate::{tar_gz, Gpg};

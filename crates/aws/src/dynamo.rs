@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use tfreg_core::store::{Document, Expected, MetadataStore, Record, RecordId};
+use tfreg_core::store::{Document, Expected, MetadataReader, MetadataStore, Record, RecordId};
 use tfreg_core::tokens::{purge_at, unix, TokenRecord, TokenStore};
 use tfreg_core::StoreError;
 
@@ -350,25 +350,7 @@ impl DynamoMetadataStore {
 }
 
 #[async_trait]
-impl MetadataStore for DynamoMetadataStore {
-    async fn put(&self, record: Record) -> Result<(), StoreError> {
-        let RecordId { partition, sort } = record.id();
-        let doc = serde_json::to_string(&record)
-            .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
-        self.table.put(&partition, &sort, doc, vec![]).await
-    }
-
-    async fn put_new(&self, record: Record) -> Result<bool, StoreError> {
-        let RecordId { partition, sort } = record.id();
-        let doc = serde_json::to_string(&record)
-            .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
-        self.table.put_new(&partition, &sort, doc).await
-    }
-
-    async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
-        self.table.delete(&id.partition, &id.sort).await
-    }
-
+impl MetadataReader for DynamoMetadataStore {
     async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError> {
         self.table
             .get(&id.partition, &id.sort)
@@ -397,6 +379,32 @@ impl MetadataStore for DynamoMetadataStore {
 
     async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError> {
         self.table.get_document(id, self.overflow.as_ref()).await
+    }
+
+    /// A shared table cannot tell cheaply whether anything changed.
+    fn generation(&self) -> Option<u64> {
+        None
+    }
+}
+
+#[async_trait]
+impl MetadataStore for DynamoMetadataStore {
+    async fn put(&self, record: Record) -> Result<(), StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let doc = serde_json::to_string(&record)
+            .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
+        self.table.put(&partition, &sort, doc, vec![]).await
+    }
+
+    async fn put_new(&self, record: Record) -> Result<bool, StoreError> {
+        let RecordId { partition, sort } = record.id();
+        let doc = serde_json::to_string(&record)
+            .map_err(|e| StoreError::with_source("cannot encode a record", e))?;
+        self.table.put_new(&partition, &sort, doc).await
+    }
+
+    async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
+        self.table.delete(&id.partition, &id.sort).await
     }
 
     async fn put_document(

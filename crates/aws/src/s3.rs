@@ -1,15 +1,15 @@
-//! The bucket as an [`ArtifactStore`]. Downloads are S3 presigned GET URLs, pinned to the
-//! object version that was indexed when the bucket keeps versions.
+//! The bucket as an [`ArtifactStore`], and as the [`Presigner`] of download URLs: S3
+//! presigned URLs, pinned to the object version that was indexed when the bucket keeps
+//! versions.
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::Client;
-use tfreg_core::signing::UrlSigner;
+use tfreg_core::downloads::Presigner;
 use tfreg_core::store::{Kept, ObjectBody, ObjectMeta};
-use tfreg_core::{ArtifactStore, Origin, StoreError};
+use tfreg_core::{ArtifactStore, StoreError};
 
 /// Revisions are `v:<version id>` in versioned buckets, else `e:<etag>`.
 const VERSION_PREFIX: &str = "v:";
@@ -19,9 +19,6 @@ pub struct S3ArtifactStore {
     client: Client,
     bucket: String,
     url_ttl: Duration,
-    /// Set in redirect mode: download URLs point at the registry, which redirects each
-    /// request to a URL presigned for its method.
-    redirect_signer: Option<Arc<UrlSigner>>,
 }
 
 impl S3ArtifactStore {
@@ -30,18 +27,27 @@ impl S3ArtifactStore {
             client,
             bucket: bucket.into(),
             url_ttl,
-            redirect_signer: None,
         }
     }
 
-    /// Redirect mode: hand out registry URLs signed by `signer` (`/v1/artifacts/...`), which
-    /// answer GET and HEAD with a redirect to a URL presigned for that method. For Terraform
-    /// releases that fail on the 403 a GET-presigned URL gives to HEAD.
-    pub fn with_redirects(mut self, signer: Arc<UrlSigner>) -> Self {
-        self.redirect_signer = Some(signer);
-        self
+    pub fn bucket(&self) -> &str {
+        &self.bucket
     }
 
+    fn failed(
+        &self,
+        action: &str,
+        key: &str,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        s3_failure(&self.bucket, action, key, e)
+    }
+}
+
+#[async_trait]
+impl Presigner for S3ArtifactStore {
+    /// Presigned for `url_ttl`, for the one method asked (a URL presigned for GET answers
+    /// HEAD with 403).
     async fn presign(
         &self,
         key: &str,
@@ -75,19 +81,6 @@ impl S3ArtifactStore {
         };
         let request = presigned?;
         Ok(request.uri().to_owned())
-    }
-
-    pub fn bucket(&self) -> &str {
-        &self.bucket
-    }
-
-    fn failed(
-        &self,
-        action: &str,
-        key: &str,
-        e: impl std::error::Error + Send + Sync + 'static,
-    ) -> StoreError {
-        s3_failure(&self.bucket, action, key, e)
     }
 }
 
@@ -196,25 +189,9 @@ impl ArtifactStore for S3ArtifactStore {
         })
     }
 
-    async fn download_url(
-        &self,
-        key: &str,
-        revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, StoreError> {
-        match &self.redirect_signer {
-            Some(signer) => Ok(signer.url_for_revision(origin, key, revision, SystemTime::now())),
-            None => self.presign(key, revision, false).await,
-        }
-    }
-
-    async fn direct_url(
-        &self,
-        key: &str,
-        revision: Option<&str>,
-        head: bool,
-    ) -> Result<Option<String>, StoreError> {
-        self.presign(key, revision, head).await.map(Some)
+    /// Nothing in a bucket is ever unreadable.
+    async fn refusal(&self, _key: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
     }
 }
 
@@ -234,10 +211,10 @@ impl S3ArtifactStore {
             .send()
             .await
         {
-            Ok(out) => Ok(Some(ObjectBody {
-                meta: meta(out.content_length, out.version_id(), out.e_tag()),
-                reader: Box::pin(out.body.into_async_read()),
-            })),
+            Ok(out) => Ok(Some(ObjectBody::new(
+                meta(out.content_length, out.version_id(), out.e_tag()),
+                out.body.into_async_read(),
+            ))),
             Err(e) => {
                 let e = e.into_service_error();
                 if e.is_no_such_key() {

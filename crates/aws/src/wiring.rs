@@ -2,11 +2,9 @@
 //! stores over them. The Lambda functions and the `tfreg` command line both build their
 //! stores here, from the same settings.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_config::SdkConfig;
-use tfreg_core::signing::UrlSigner;
 
 use crate::{DynamoMetadataStore, DynamoTokenStore, S3ArtifactStore};
 
@@ -76,18 +74,8 @@ impl Aws {
         crate::DynamoGrantStore::new(crate::dynamodb_client(&self.sdk), table)
     }
 
-    /// The artifact store on `bucket`: URLs presigned for `url_ttl`; with a `redirect`
-    /// signer, the registry's own signed URLs that redirect to presigned ones.
-    pub fn artifacts(
-        &self,
-        bucket: &str,
-        url_ttl: Duration,
-        redirect: Option<Arc<UrlSigner>>,
-    ) -> S3ArtifactStore {
-        let store = S3ArtifactStore::new(crate::s3_client(&self.sdk), bucket, url_ttl);
-        match redirect {
-            Some(signer) => store.with_redirects(signer),
-            None => store,
-        }
+    /// The artifact store on `bucket`, whose URLs are presigned for `url_ttl`.
+    pub fn artifacts(&self, bucket: &str, url_ttl: Duration) -> S3ArtifactStore {
+        S3ArtifactStore::new(crate::s3_client(&self.sdk), bucket, url_ttl)
     }
 }

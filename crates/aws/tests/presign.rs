@@ -11,7 +11,8 @@ use hmac::{Hmac, Mac};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use sha2::{Digest, Sha256};
 use tfreg_aws::S3ArtifactStore;
-use tfreg_core::{ArtifactStore, Origin};
+use tfreg_core::downloads::Presigner;
+use tfreg_core::Origin;
 
 const ACCESS_KEY: &str = "AKIDEXAMPLE";
 const SECRET_KEY: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
@@ -99,6 +100,7 @@ async fn store(ttl: Duration) -> S3ArtifactStore {
 #[tokio::test]
 async fn presigned_urls_carry_a_valid_sigv4_signature_over_host_only() {
     let store = store(Duration::from_secs(240)).await;
+    let downloads = tfreg_core::Downloads::presigned(std::sync::Arc::new(store), None);
     let origin = Origin::https("registry.example.com").unwrap();
     for (key, revision) in [
         ("modules/acme/network/aws/1.0.0.tar.gz", None),
@@ -111,7 +113,7 @@ async fn presigned_urls_carry_a_valid_sigv4_signature_over_host_only() {
             Some("e:\"abc\""),
         ),
     ] {
-        let url = store.download_url(key, revision, &origin).await.unwrap();
+        let url = downloads.url(key, revision, &origin).await.unwrap();
         assert!(
             url.starts_with("https://acme-registry.s3.eu-west-1.amazonaws.com/"),
             "an absolute https URL on the bucket's host: {url}"
@@ -142,11 +144,7 @@ async fn redirect_mode_presigns_for_the_method_asked() {
     let key = "providers/acme/widget/1.0.0/terraform-provider-widget_1.0.0_linux_amd64.zip";
     let revision = Some("v:abc");
     for (head, method) in [(true, "HEAD"), (false, "GET")] {
-        let url = store
-            .direct_url(key, revision, head)
-            .await
-            .unwrap()
-            .unwrap();
+        let url = store.presign(key, revision, head).await.unwrap();
         let (signature, params) = expected_signature_for(method, &url);
         assert_eq!(params["X-Amz-Signature"], signature, "{method} {url}");
         let (other, _) = expected_signature_for(if head { "GET" } else { "HEAD" }, &url);
@@ -161,9 +159,9 @@ async fn redirect_mode_presigns_for_the_method_asked() {
         vec![1; 32],
         Duration::from_secs(60),
     ));
-    let store = store.with_redirects(signer);
+    let downloads = tfreg_core::Downloads::presigned(std::sync::Arc::new(store), Some(signer));
     let origin = Origin::https("registry.example.com").unwrap();
-    let url = store.download_url(key, revision, &origin).await.unwrap();
+    let url = downloads.url(key, revision, &origin).await.unwrap();
     assert!(
         url.starts_with("https://registry.example.com/v1/artifacts/providers/"),
         "{url}"
@@ -176,9 +174,8 @@ fn the_check_itself_rejects_a_tampered_url() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let url = runtime.block_on(async {
         let store = store(Duration::from_secs(60)).await;
-        let origin = Origin::https("registry.example.com").unwrap();
         store
-            .download_url("modules/a/b/c/1.0.0.zip", None, &origin)
+            .presign("modules/a/b/c/1.0.0.zip", None, false)
             .await
             .unwrap()
     });

@@ -8,12 +8,14 @@ use clap::Args;
 use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, Indexer, MetadataStore};
+use tfreg_core::{ArtifactStore, Downloads, Indexer, MetadataStore};
 
 /// The adapters over one table and bucket, wired as the Lambda functions wire them.
 pub struct Aws {
     pub metadata: Arc<dyn MetadataStore>,
     pub artifacts: Arc<dyn ArtifactStore>,
+    /// How the bucket's files reach clients (presigned, or redirected through this server).
+    pub downloads: Downloads,
     pub tokens: Arc<dyn TokenStore>,
     /// One-time sign-in records (for `serve --identity`).
     pub grants: Arc<dyn tfreg_core::identity::GrantStore>,
@@ -42,9 +44,11 @@ impl Aws {
         indexing: bool,
     ) -> anyhow::Result<Aws> {
         let aws = tfreg_aws::Aws::from_env().await;
+        let files = Arc::new(aws.artifacts(bucket, url_ttl));
         Ok(Aws {
             metadata: Arc::new(aws.metadata(table, bucket, indexing)),
-            artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
+            artifacts: files.clone(),
+            downloads: tfreg_core::Downloads::presigned(files, redirect),
             tokens: Arc::new(aws.tokens(table)),
             grants: Arc::new(aws.grants(table)),
             sdk: aws,

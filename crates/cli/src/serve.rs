@@ -13,7 +13,7 @@ use tfreg_aws::settings::{
 };
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{Hostname, Indexer, Registry};
+use tfreg_core::{Downloads, Hostname, Indexer, Registry};
 use tfreg_http::web::{SessionKey, WebOptions};
 use tfreg_http::AppState;
 use tfreg_local::server::ServerLimits;
@@ -185,19 +185,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Some((table, bucket)) => {
             let redirect = (args.downloads == DownloadMode::Redirect).then(|| signer.clone());
             let aws =
-                crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect.clone(), false)
-                    .await?;
+                crate::aws::Aws::connect(table, bucket, args.url_ttl, redirect, false).await?;
             let secret = match &args.identity.oidc_client_secret_arn {
                 Some(arn) => Some(aws.secret_string(arn).await?),
                 None => args.identity.oidc_client_secret.clone(),
             };
             let registry =
-                Registry::new(aws.metadata, aws.artifacts).with_hostname(registry_hostname);
+                Registry::new(aws.metadata, aws.downloads.clone()).with_hostname(registry_hostname);
             let issuing = Arc::clone(&aws.tokens);
             let tokens: Option<Arc<dyn TokenStore>> = (!args.public.public).then_some(aws.tokens);
             // With presigned downloads there is nothing for this server to sign.
             let state = web(
-                AppState::new(registry, redirect, tokens),
+                AppState::new(registry, aws.downloads, tokens),
                 &args.web,
                 &signer,
             );
@@ -213,7 +212,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             (app, None, None)
         }
         _ => {
-            let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer.clone()));
+            let artifacts = Arc::new(FsArtifactStore::new(data.clone()));
+            let downloads = Downloads::served(signer.clone(), artifacts.clone());
             let metadata = Arc::new(LocalMetadataStore::open(&data, true)?);
             let indexer = Arc::new(
                 Indexer::new(metadata.clone(), artifacts.clone())
@@ -260,7 +260,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let snapshots = crate::served::start(
                 &data,
                 metadata.clone(),
-                Registry::new(metadata.clone(), artifacts.clone())
+                Registry::new(metadata.clone(), downloads.clone())
                     .with_hostname(registry_hostname.clone()),
                 crate::served::ServerInfo {
                     pid: std::process::id(),
@@ -288,7 +288,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                     return Ok(());
                 }
             }
-            let registry = Registry::new(metadata, artifacts).with_hostname(registry_hostname);
+            let registry =
+                Registry::new(metadata, downloads.clone()).with_hostname(registry_hostname);
             // One line once the data directory is indexed, instead of one per file.
             let mut indexed = watcher.first_index_signal();
             let counting = registry.clone();
@@ -327,7 +328,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 Some(tokens)
             };
             let state = web(
-                AppState::new(registry, Some(signer.clone()), tokens),
+                AppState::new(registry, downloads, tokens),
                 &args.web,
                 &signer,
             );

@@ -18,7 +18,7 @@ use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::ModuleArchive;
 use tfreg_core::text::for_terminal as t;
 use tfreg_core::tokens::Access;
-use tfreg_core::{Indexer, ModuleAddress, Registry, Version};
+use tfreg_core::{Downloads, Indexer, ModuleAddress, Registry, Version};
 use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
 #[derive(Args, Debug)]
@@ -57,7 +57,7 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
         let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
         let aws =
             crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await?;
-        Registry::new(aws.metadata.clone(), aws.artifacts)
+        Registry::new(aws.metadata.clone(), aws.downloads)
     } else {
         let data = args
             .data
@@ -67,13 +67,13 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
             UrlSigner::generate_secret().to_vec(),
             Duration::from_secs(60),
         ));
-        let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
+        let artifacts = Arc::new(FsArtifactStore::new(data.clone()));
         let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
         let indexer = Indexer::new(metadata.clone(), artifacts.clone())
             .without_pinning()
             .with_deferred_documents();
         crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
-        Registry::new(metadata, artifacts)
+        Registry::new(metadata, Downloads::served(signer, artifacts))
     };
     let version = match version {
         Some(version) => version,

@@ -16,7 +16,7 @@ use clap::Args;
 use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::text::for_terminal as t;
-use tfreg_core::{ArtifactStore, Indexer, MetadataStore, Registry};
+use tfreg_core::{ArtifactStore, Downloads, Indexer, MetadataStore, Registry};
 use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
 use crate::report::{self, Filter, Scope, StatusDoc};
@@ -60,7 +60,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         let aws =
             crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await?;
         let keys = aws.artifacts.list().await?;
-        let registry = Registry::new(aws.metadata.clone(), aws.artifacts);
+        let registry = Registry::new(aws.metadata.clone(), aws.downloads);
         let doc = report::build(
             &registry,
             aws.metadata.as_ref(),
@@ -79,7 +79,7 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         UrlSigner::generate_secret().to_vec(),
         Duration::from_secs(60),
     ));
-    let artifacts = Arc::new(FsArtifactStore::new(data.clone(), signer));
+    let artifacts = Arc::new(FsArtifactStore::new(data.clone()));
     let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
     let indexer = Indexer::new(metadata.clone(), artifacts.clone())
         .with_hostname(args.hostname.get())
@@ -89,7 +89,10 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 
     let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
 
-    let registry = Registry::new(metadata.clone(), artifacts.clone());
+    let registry = Registry::new(
+        metadata.clone(),
+        Downloads::served(signer, artifacts.clone()),
+    );
     let keys = artifacts.list().await?;
     let metadata: &dyn MetadataStore = metadata.as_ref();
     let doc = report::build(&registry, metadata, &Scope::from_keys(&keys), &filter).await?;

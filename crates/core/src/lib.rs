@@ -3,9 +3,11 @@
 //! - [`names`] and [`version`]: validated address parts and semantic versions;
 //! - [`layout`]: what a published object key means (the layout users publish to);
 //! - [`store`]: the storage ports that the local and AWS adapters implement;
+//! - [`downloads`]: how a published file reaches the client; [`origin`]: where the client
+//!   reached the registry;
 //! - [`index`]: the one indexing routine both shapes run on object events;
 //! - [`registry`] and [`protocol`]: the protocol answers and their JSON documents;
-//! - [`signing`]: self-authorising download URLs for stores that serve their own files;
+//! - [`signing`]: the registry's own self-authorising download URLs;
 //! - [`gpg`], [`hash`], [`release`] and [`providers`]: provider signatures, package hashes,
 //!   release files, and the judgement of which provider versions are served;
 //! - [`text`]: text from outside escaped for terminals, logs and JSON; [`glob`]: the one
@@ -14,6 +16,7 @@
 //! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
 
 pub mod documents;
+pub mod downloads;
 pub mod glob;
 pub mod gpg;
 pub mod hash;
@@ -24,6 +27,7 @@ pub mod memory;
 pub mod module_archive;
 pub mod module_docs;
 pub mod names;
+pub mod origin;
 pub mod protocol;
 pub mod providers;
 pub mod registry;
@@ -35,8 +39,10 @@ pub mod token_cache;
 pub mod tokens;
 pub mod version;
 
+pub use downloads::Downloads;
 pub use index::{IndexOutcome, Indexer};
 pub use names::{Hostname, ModuleAddress, Namespace, Platform, ProviderAddress};
+pub use origin::Origin;
 pub use registry::{Registry, RegistryError};
-pub use store::{ArtifactStore, MetadataStore, Origin, StoreError};
+pub use store::{ArtifactStore, MetadataReader, MetadataStore, StoreError};
 pub use version::Version;

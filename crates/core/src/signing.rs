@@ -1,5 +1,5 @@
-//! Self-authorising download URLs for stores that serve their own files (the local shape):
-//! the local twin of an S3 presigned URL. Terraform sends no credentials when it downloads an
+//! Self-authorising download URLs, the registry's own ([`crate::downloads::Downloads`]: the
+//! local shape, and S3's redirect mode): the local twin of an S3 presigned URL. Terraform sends no credentials when it downloads an
 //! archive, so the URL itself carries an expiring HMAC-SHA256 signature bound to one key.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -11,7 +11,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS, NON_ALPHANUMERIC
 use rand::RngCore;
 use sha2::Sha256;
 
-use crate::store::Origin;
+use crate::origin::Origin;
 
 /// The path under which a self-serving store's files are downloaded.
 pub const ARTIFACTS_PATH: &str = "/v1/artifacts/";

@@ -10,7 +10,8 @@ use tfreg_core::module_archive::{archive_of, ArchiveFormat};
 use tfreg_core::store::{partition, Record, RecordId};
 use tfreg_core::tokens::Access;
 use tfreg_core::{
-    Hostname, MetadataStore, ModuleAddress, Namespace, Origin, ProviderAddress, Version,
+    Hostname, MetadataReader, MetadataStore, ModuleAddress, Namespace, Origin, ProviderAddress,
+    Version,
 };
 use world::*;
 
@@ -155,7 +156,7 @@ async fn uploads_under_the_registrys_own_hostname_are_never_installed() {
 async fn without_a_configured_hostname_the_host_reached_is_the_registrys_own() {
     // A stack without a custom domain knows itself only by the host clients reach.
     let world = World::new();
-    let registry = tfreg_core::Registry::new(world.metadata.clone(), world.artifacts.clone());
+    let registry = tfreg_core::Registry::new(world.metadata.clone(), world.downloads.clone());
     world
         .publish_release(&format!("{SUMS}.sig"), "release.asc")
         .await;

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use tfreg_core::store::{partition, Record};
 use tfreg_core::tokens::Access;
-use tfreg_core::{ArtifactStore, MetadataStore, ModuleAddress, Origin, Platform, Version};
+use tfreg_core::{ArtifactStore, MetadataReader, ModuleAddress, Origin, Platform, Version};
 use tokio::io::AsyncReadExt;
 use world::*;
 

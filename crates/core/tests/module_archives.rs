@@ -4,17 +4,14 @@
 mod world;
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tar::{EntryType, Header};
 use tfreg_core::module_archive::{
     archive_of, check, check_path, ArchiveFormat, ModuleArchiveError, ModuleLimits,
 };
-use tfreg_core::store::{ObjectBody, ObjectMeta};
 use tfreg_core::tokens::Access;
-use tfreg_core::{ArtifactStore, IndexOutcome, ModuleAddress, Origin, StoreError};
+use tfreg_core::{IndexOutcome, ModuleAddress};
 use world::World;
 
 const MAIN: &[u8] = b"variable \"cidr\" {\n  default = \"10.0.0.0/16\"\n}\n";
@@ -596,42 +593,10 @@ fn check_path_takes_the_format_from_the_name() {
         .contains("must end in .tar.gz, .tgz or .zip"));
 }
 
-/// An artifact store counting how often objects are opened.
-struct Counting {
-    inner: Arc<tfreg_core::memory::MemoryArtifactStore>,
-    opened: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl ArtifactStore for Counting {
-    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        self.inner.head(key).await
-    }
-    async fn list(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.list().await
-    }
-    async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
-        self.opened.fetch_add(1, Ordering::SeqCst);
-        self.inner.open(key).await
-    }
-    async fn download_url(
-        &self,
-        key: &str,
-        revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, StoreError> {
-        self.inner.download_url(key, revision, origin).await
-    }
-}
-
 #[tokio::test]
 async fn a_refused_version_is_never_offered_and_says_why_and_each_revision_is_checked_once() {
     let world = World::new();
-    let counting = Arc::new(Counting {
-        inner: world.artifacts.clone(),
-        opened: AtomicUsize::new(0),
-    });
-    let indexer = tfreg_core::Indexer::new(world.metadata.clone(), counting.clone());
+    let indexer = tfreg_core::Indexer::new(world.metadata.clone(), world.artifacts.clone());
     let address = ModuleAddress::parse("acme", "network", "aws").unwrap();
     let listed = || async {
         world
@@ -695,10 +660,10 @@ async fn a_refused_version_is_never_offered_and_says_why_and_each_revision_is_ch
     assert_eq!(problems.len(), 2, "{problems:?}");
 
     // A replayed event of a checked revision does not read the archive again.
-    let before = counting.opened.load(Ordering::SeqCst);
+    let before = world.artifacts.reads();
     indexer.index_key(good).await.unwrap();
     indexer.index_key(good).await.unwrap();
-    assert_eq!(counting.opened.load(Ordering::SeqCst), before);
+    assert_eq!(world.artifacts.reads(), before);
 
     // When the refused version is published again, fixed, it is offered and its problem
     // is gone.

@@ -11,7 +11,10 @@ use tfreg_core::gpg;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::Access;
-use tfreg_core::{Hostname, Indexer, Origin, Platform, ProviderAddress, Registry, Version};
+use tfreg_core::{
+    Downloads, Hostname, Indexer, MetadataReader, MetadataStore, Origin, Platform, ProviderAddress,
+    Registry, Version,
+};
 use world::*;
 
 const BOTH: &str = "1.0.0: darwin_arm64 linux_amd64";
@@ -440,36 +443,45 @@ impl tfreg_core::ArtifactStore for Interleaved {
     ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
         if key == self.key {
             if let Some(old) = self.stale_read.lock().unwrap().take() {
-                return Ok(Some(tfreg_core::store::ObjectBody {
-                    meta: tfreg_core::store::ObjectMeta {
-                        size: old.len() as u64,
-                        revision: "an older revision".into(),
-                    },
-                    reader: Box::pin(std::io::Cursor::new(old)),
-                }));
+                let meta = tfreg_core::store::ObjectMeta {
+                    size: old.len() as u64,
+                    revision: "an older revision".into(),
+                };
+                let reader = std::io::Cursor::new(old);
+                return Ok(Some(tfreg_core::store::ObjectBody::new(meta, reader)));
             }
         }
         self.inner.open(key).await
     }
-    async fn download_url(
+    async fn open_revision(
         &self,
         key: &str,
-        revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, tfreg_core::StoreError> {
-        self.inner.download_url(key, revision, origin).await
+        revision: &str,
+    ) -> Result<Option<tfreg_core::store::ObjectBody>, tfreg_core::StoreError> {
+        self.inner.open_revision(key, revision).await
+    }
+    async fn keep(
+        &self,
+        key: &str,
+        revision: &str,
+        sha256: &str,
+    ) -> Result<tfreg_core::store::Kept, tfreg_core::StoreError> {
+        self.inner.keep(key, revision, sha256).await
+    }
+    async fn refusal(&self, key: &str) -> Result<Option<String>, tfreg_core::StoreError> {
+        self.inner.refusal(key).await
     }
 }
 
 #[tokio::test]
 async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
-    let inner = Arc::new(MemoryArtifactStore::new(signer));
+    let inner = Arc::new(MemoryArtifactStore::new());
     let sums_key = format!("{DIR}/{SUMS}");
     let store = Arc::new(Interleaved::new(inner.clone(), &sums_key));
     let metadata = Arc::new(MemoryMetadataStore::new());
     let indexer = Indexer::new(metadata.clone(), store.clone());
-    let registry = Registry::new(metadata, store.clone());
+    let registry = Registry::new(metadata, Downloads::served(signer, store.clone()));
     // Given a served release,
     let files = [
         ("keys/acme/release.asc".to_owned(), fixture("release.asc")),
@@ -505,7 +517,7 @@ async fn a_verdict_computed_from_files_replaced_meanwhile_is_computed_again() {
 #[tokio::test]
 async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
-    let inner = Arc::new(MemoryArtifactStore::new(signer));
+    let inner = Arc::new(MemoryArtifactStore::new());
     let key = "modules/acme/network/aws/1.0.0.tar.gz";
     let module = tfreg_core::module_archive::archive_of(
         tfreg_core::module_archive::ArchiveFormat::TarGz,
@@ -517,7 +529,7 @@ async fn a_record_written_for_an_object_deleted_meanwhile_is_removed_again() {
     *store.heads_until_delete.lock().unwrap() = 2;
     let metadata = Arc::new(MemoryMetadataStore::new());
     let indexer = Indexer::new(metadata.clone(), store.clone());
-    let registry = Registry::new(metadata, store);
+    let registry = Registry::new(metadata, Downloads::served(signer, store));
     indexer.index_key(key).await.unwrap();
     let address = tfreg_core::ModuleAddress::parse("acme", "network", "aws").unwrap();
     assert!(
@@ -589,19 +601,14 @@ impl AfterQuery {
 }
 
 #[async_trait::async_trait]
-impl tfreg_core::MetadataStore for AfterQuery {
-    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
-        self.inner.put(record).await
-    }
-    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
-        self.inner.delete(id).await
-    }
+impl MetadataReader for AfterQuery {
     async fn get(
         &self,
         id: &tfreg_core::store::RecordId,
     ) -> Result<Option<tfreg_core::store::Record>, tfreg_core::StoreError> {
         self.inner.get(id).await
     }
+
     async fn query(
         &self,
         partition: &str,
@@ -612,6 +619,7 @@ impl tfreg_core::MetadataStore for AfterQuery {
         self.count_down(partition, &self.queries_until).await;
         Ok(records)
     }
+
     async fn query_prefix(
         &self,
         partition: &str,
@@ -621,9 +629,7 @@ impl tfreg_core::MetadataStore for AfterQuery {
         self.count_down(partition, &self.prefix_queries_until).await;
         Ok(records)
     }
-    async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
-        self.inner.scan().await
-    }
+
     async fn get_document(
         &self,
         id: &tfreg_core::store::RecordId,
@@ -632,6 +638,33 @@ impl tfreg_core::MetadataStore for AfterQuery {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.get_document(id).await
     }
+
+    fn generation(&self) -> Option<u64> {
+        Some(self.inner.generation())
+    }
+}
+
+#[async_trait::async_trait]
+impl MetadataStore for AfterQuery {
+    async fn put(&self, record: tfreg_core::store::Record) -> Result<(), tfreg_core::StoreError> {
+        self.inner.put(record).await
+    }
+
+    async fn put_new(
+        &self,
+        record: tfreg_core::store::Record,
+    ) -> Result<bool, tfreg_core::StoreError> {
+        self.inner.put_new(record).await
+    }
+
+    async fn delete(&self, id: &tfreg_core::store::RecordId) -> Result<(), tfreg_core::StoreError> {
+        self.inner.delete(id).await
+    }
+
+    async fn scan(&self) -> Result<Vec<tfreg_core::store::Record>, tfreg_core::StoreError> {
+        self.inner.scan().await
+    }
+
     async fn put_document(
         &self,
         id: &tfreg_core::store::RecordId,
@@ -640,32 +673,32 @@ impl tfreg_core::MetadataStore for AfterQuery {
     ) -> Result<bool, tfreg_core::StoreError> {
         self.inner.put_document(id, body, expected).await
     }
+
     async fn document_ids(
         &self,
     ) -> Result<Vec<tfreg_core::store::RecordId>, tfreg_core::StoreError> {
         self.inner.document_ids().await
     }
+
     async fn document_ids_in(
         &self,
         partition: &str,
     ) -> Result<Vec<tfreg_core::store::RecordId>, tfreg_core::StoreError> {
         self.inner.document_ids_in(partition).await
     }
+
     async fn document_revision(
         &self,
         id: &tfreg_core::store::RecordId,
     ) -> Result<Option<String>, tfreg_core::StoreError> {
         self.inner.document_revision(id).await
     }
-    fn generation(&self) -> Option<u64> {
-        Some(self.inner.generation())
-    }
 }
 
 #[tokio::test]
 async fn a_verdict_computed_with_a_key_removed_meanwhile_is_computed_again() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+    let artifacts = Arc::new(MemoryArtifactStore::new());
     // A signing key's record disappears right after the signature's verification read the
     // keys: a key removal handled concurrently, which found no verdict to re-check yet.
     let inner = Arc::new(MemoryMetadataStore::new());
@@ -687,7 +720,10 @@ async fn a_verdict_computed_with_a_key_removed_meanwhile_is_computed_again() {
         }),
     ));
     let indexer = Indexer::new(metadata.clone(), artifacts.clone());
-    let registry = Registry::new(metadata.clone(), artifacts.clone());
+    let registry = Registry::new(
+        metadata.clone(),
+        Downloads::served(signer, artifacts.clone()),
+    );
     for (key, content) in [
         ("keys/acme/release.asc".to_owned(), fixture("release.asc")),
         (format!("{DIR}/{LINUX}"), fixture(LINUX)),
@@ -883,7 +919,6 @@ async fn a_release_whose_signature_terraform_refuses_is_never_served() {
 #[tokio::test]
 async fn a_release_whose_signature_expires_is_served_until_then() {
     use tfreg_core::store::partition;
-    use tfreg_core::MetadataStore;
     let world = World::new();
     let signature = shape(&format!("{SUMS}.expiring.sig"));
     publish_signed_by(&world, signature, shape("shapes.asc")).await;
@@ -1044,7 +1079,7 @@ async fn packages_without_the_providers_executable_are_never_offered() {
 #[tokio::test]
 async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+    let artifacts = Arc::new(MemoryArtifactStore::new());
     let inner = Arc::new(MemoryMetadataStore::new());
     let dir = "providers/acme/widget/2.0.0";
     let sums = "terraform-provider-widget_2.0.0_SHA256SUMS";
@@ -1084,7 +1119,7 @@ async fn a_refusal_recorded_by_a_concurrent_verification_is_kept() {
     indexer.index_key(&key).await.unwrap();
     assert_eq!(*metadata.prefix_queries_until.lock().unwrap(), 0, "it ran");
     // then the reason the verification found is still what status reports for the package.
-    let registry = Registry::new(inner, artifacts);
+    let registry = Registry::new(inner, Downloads::served(signer, artifacts));
     let problems = registry.problems().await.unwrap();
     let problem = problems.iter().find(|p| p.key == key).map(|p| &p.problem);
     assert!(
@@ -1105,7 +1140,7 @@ async fn a_store_that_counts_its_writes_gets_each_versions_document_read_once_pe
         String::new(),
         never,
     ));
-    let registry = Registry::new(counting.clone(), world.artifacts.clone());
+    let registry = Registry::new(counting.clone(), world.downloads.clone());
     let queries = || counting.queries.load(std::sync::atomic::Ordering::SeqCst);
     let documents = || counting.documents.load(std::sync::atomic::Ordering::SeqCst);
     for _ in 0..5 {
@@ -1131,7 +1166,7 @@ async fn a_store_that_counts_its_writes_gets_each_versions_document_read_once_pe
 async fn a_versions_document_made_while_another_writer_replaced_it_is_made_again() {
     use tfreg_core::module_archive::{archive_of, ArchiveFormat};
     let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+    let artifacts = Arc::new(MemoryArtifactStore::new());
     let inner = Arc::new(MemoryMetadataStore::new());
     let main: &[u8] = b"variable \"cidr\" {}\n";
     let archive = archive_of(ArchiveFormat::TarGz, &[("main.tf", main)]);
@@ -1165,7 +1200,7 @@ async fn a_versions_document_made_while_another_writer_replaced_it_is_made_again
     assert_eq!(*metadata.prefix_queries_until.lock().unwrap(), 0, "it ran");
     // then its write, made from a document that was replaced meanwhile, failed and was
     // made again: both versions are listed.
-    let registry = Registry::new(inner, artifacts);
+    let registry = Registry::new(inner, Downloads::served(signer, artifacts));
     let address = tfreg_core::ModuleAddress::parse("acme", "network", "aws").unwrap();
     let versions: Vec<String> = registry
         .module_versions(&Access::All, &address)

@@ -18,9 +18,8 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use axum::Router;
 use tfreg_core::protocol::Discovery;
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, Registry};
+use tfreg_core::{Downloads, Registry};
 
 pub use error::ApiError;
 
@@ -91,20 +90,13 @@ pub struct ApiState {
     pub tokens: Option<Arc<dyn TokenStore>>,
 }
 
-/// What the downloads family needs: the files, and the secret its URLs are signed with.
-#[derive(Clone)]
-pub struct DownloadsState {
-    pub artifacts: Arc<dyn ArtifactStore>,
-    pub signer: Arc<UrlSigner>,
-}
-
 /// Everything, for a server that answers every family (the local shape).
 #[derive(Clone)]
 pub struct AppState {
     pub registry: Registry,
-    /// Set when download URLs point back at this server (the local shape, or redirect
-    /// mode); `None` when downloads go elsewhere (S3 presigned URLs).
-    pub signer: Option<Arc<UrlSigner>>,
+    /// How files reach clients: the same choice the registry was built with, which the
+    /// downloads family serves when the URLs point back at this server.
+    pub downloads: Downloads,
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
     pub discovery: Discovery,
@@ -116,15 +108,16 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// A registry that requires tokens from `tokens`, or a public one when it is `None`.
+    /// A registry that requires tokens from `tokens`, or a public one when it is `None`;
+    /// `downloads` is what the registry was built with.
     pub fn new(
         registry: Registry,
-        signer: Option<Arc<UrlSigner>>,
+        downloads: Downloads,
         tokens: Option<Arc<dyn TokenStore>>,
     ) -> Self {
         Self {
             registry,
-            signer,
+            downloads,
             tokens,
             discovery: Discovery::default(),
             sessions: None,
@@ -177,13 +170,6 @@ impl AppState {
             tokens: self.tokens.clone(),
         }
     }
-
-    fn downloads(&self) -> Option<DownloadsState> {
-        self.signer.clone().map(|signer| DownloadsState {
-            artifacts: Arc::clone(self.registry.artifacts()),
-            signer,
-        })
-    }
 }
 
 /// The whole API: every family's routes.
@@ -205,7 +191,7 @@ pub fn router(state: AppState) -> Router {
     .merge(labelled(Family::Mirror, routes::mirror::routes(api)))
     .merge(labelled(
         Family::Downloads,
-        routes::artifacts::routes(state.downloads()),
+        routes::artifacts::routes(state.downloads.clone()),
     ));
     let routes = match state.login {
         Some(login) => routes.merge(labelled(Family::Login, login::routes(login))),

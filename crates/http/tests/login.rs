@@ -25,10 +25,11 @@ const CI_ONLY: &str = r#"{"ci": [{"name": "r", "issuer": "https://ci.example.com
 
 fn app(identity: Option<&str>) -> Router {
     let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
-    let registry = Registry::new(Arc::new(MemoryMetadataStore::new()), artifacts);
+    let artifacts = Arc::new(MemoryArtifactStore::new());
+    let downloads = tfreg_core::Downloads::served(signer, artifacts);
+    let registry = Registry::new(Arc::new(MemoryMetadataStore::new()), downloads.clone());
     let tokens: Arc<dyn TokenStore> = Arc::new(MemoryTokenStore::default());
-    let state = AppState::new(registry, Some(signer), Some(tokens.clone()));
+    let state = AppState::new(registry, downloads, Some(tokens.clone()));
     let state = match identity {
         Some(document) => state.with_login(LoginState {
             identity: Arc::new(IdentityConfig::parse(document).unwrap()),

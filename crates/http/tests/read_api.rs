@@ -20,7 +20,7 @@ use tfreg_core::module_docs::{
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::{partition, Record};
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{Indexer, MetadataStore, ModuleAddress, Registry};
+use tfreg_core::{Downloads, Indexer, MetadataReader, MetadataStore, ModuleAddress, Registry};
 use tfreg_http::{router, AppState};
 use tower::ServiceExt;
 
@@ -50,7 +50,7 @@ fn as_published(key: &str, content: &[u8]) -> Vec<u8> {
 /// requires tokens.
 async fn given(modules: &[&str], files: Vec<(String, Vec<u8>)>) -> Given {
     let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
+    let artifacts = Arc::new(MemoryArtifactStore::new());
     let metadata = Arc::new(MemoryMetadataStore::new());
     for key in modules {
         artifacts.put(key, as_published(key, key.as_bytes()));
@@ -60,11 +60,12 @@ async fn given(modules: &[&str], files: Vec<(String, Vec<u8>)>) -> Given {
     }
     let indexer = Indexer::new(metadata.clone(), artifacts.clone());
     indexer.reindex_all(|_, _| {}).await.unwrap();
-    let registry = Registry::new(metadata.clone(), artifacts.clone());
+    let downloads = Downloads::served(signer, artifacts.clone());
+    let registry = Registry::new(metadata.clone(), downloads.clone());
     let tokens = Arc::new(MemoryTokenStore::default());
     let app = router(AppState::new(
         registry,
-        Some(signer),
+        downloads,
         Some(tokens.clone() as Arc<dyn TokenStore>),
     ));
     Given {

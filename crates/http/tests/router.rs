@@ -32,7 +32,7 @@ async fn given(files: &[(&str, &[u8])]) -> Given {
 /// A registry holding `files`, indexed, that requires tokens when `private`.
 async fn given_with(files: &[(&str, &[u8])], private: bool) -> Given {
     let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
+    let artifacts = Arc::new(MemoryArtifactStore::new());
     let metadata = Arc::new(MemoryMetadataStore::new());
     for (key, content) in files {
         artifacts.put(key, as_published(key, content));
@@ -41,12 +41,13 @@ async fn given_with(files: &[(&str, &[u8])], private: bool) -> Given {
         .reindex_all(|_, _| {})
         .await
         .unwrap();
-    let registry = Registry::new(metadata, artifacts.clone())
+    let downloads = tfreg_core::Downloads::served(signer.clone(), artifacts.clone());
+    let registry = Registry::new(metadata, downloads.clone())
         .with_hostname(tfreg_core::Hostname::parse(HOST).unwrap());
     let tokens = Arc::new(MemoryTokenStore::default());
     let token_store: Option<Arc<dyn TokenStore>> = private.then(|| tokens.clone() as _);
     Given {
-        app: router(AppState::new(registry, Some(signer.clone()), token_store)),
+        app: router(AppState::new(registry, downloads, token_store)),
         artifacts,
         signer,
         tokens,

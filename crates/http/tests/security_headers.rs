@@ -30,13 +30,13 @@ const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 /// A private registry with one module and one provider, sessions, and signing in; without
 /// `sessions`, signing in cannot be offered.
 async fn app(sessions: bool) -> (Router, Arc<MemoryTokenStore>) {
-    let (registry, signer) =
+    let (registry, downloads, signer) =
         common::indexed_registry(&["modules/acme/network/aws/1.0.0.tar.gz".to_owned()]).await;
     let tokens = Arc::new(MemoryTokenStore::default());
     let key = SessionKey::from_signer(&signer);
     let state = AppState::new(
         registry,
-        Some(signer),
+        downloads,
         Some(tokens.clone() as Arc<dyn TokenStore>),
     )
     .with_sessions(key.clone())

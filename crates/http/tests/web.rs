@@ -25,11 +25,11 @@ struct Given {
 /// A registry holding `modules` (keys of module archives) and the fixtures' signed
 /// acme/widget 1.0.0; public unless `tokens`, with sessions when `sessions`.
 async fn given(modules: &[String], private: bool, sessions: bool) -> Given {
-    let (registry, signer) = common::indexed_registry(modules).await;
+    let (registry, downloads, signer) = common::indexed_registry(modules).await;
     let tokens = Arc::new(MemoryTokenStore::default());
     let mut state = AppState::new(
         registry,
-        Some(signer.clone()),
+        downloads,
         private.then(|| tokens.clone() as Arc<dyn TokenStore>),
     );
     if sessions {

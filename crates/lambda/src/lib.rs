@@ -16,7 +16,7 @@ use tfreg_core::protocol::Discovery;
 use tfreg_core::token_cache::{CacheSettings, CachedTokens};
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
-use tfreg_http::{ApiState, AppState, DownloadsState, Family};
+use tfreg_http::{ApiState, AppState, Family};
 
 pub use config::{ConfigError, FunctionSettings};
 pub use function::Function;
@@ -31,6 +31,8 @@ pub type Error = lambda_runtime::Error;
 pub struct Stores {
     pub metadata: Arc<dyn MetadataStore>,
     pub artifacts: Arc<dyn ArtifactStore>,
+    /// How the bucket's files reach clients: presigned URLs, or redirect mode's own URLs.
+    pub downloads: tfreg_core::Downloads,
     pub tokens: Arc<dyn TokenStore>,
 }
 
@@ -61,15 +63,14 @@ impl Stores {
         indexing: bool,
     ) -> Stores {
         let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+        let bucket_name = bucket;
+        let bucket = Arc::new(aws.artifacts(bucket_name, downloads.url_ttl));
         Stores {
             // The indexer reads consistently: it is what judges every file. Requests read
             // the documents it keeps, never the keys.
-            metadata: Arc::new(aws.metadata(table, bucket, indexing)),
-            artifacts: Arc::new(aws.artifacts(
-                bucket,
-                downloads.url_ttl,
-                downloads.redirect_signer(),
-            )),
+            metadata: Arc::new(aws.metadata(table, bucket_name, indexing)),
+            artifacts: bucket.clone(),
+            downloads: tfreg_core::Downloads::presigned(bucket, downloads.redirect_signer()),
             tokens: Arc::new(CachedTokens::new(Arc::new(aws.tokens(table)), cache)),
         }
     }
@@ -86,7 +87,7 @@ fn registry_state(
     public: bool,
     stores: Stores,
 ) -> ApiState {
-    let mut registry = Registry::new(stores.metadata, stores.artifacts);
+    let mut registry = Registry::new(stores.metadata, stores.downloads);
     if let Some(hostname) = hostname {
         registry = registry.with_hostname(hostname.clone());
     }
@@ -96,12 +97,9 @@ fn registry_state(
 
 /// Every family's state over some stores (for tests that serve the whole API).
 pub fn app_state(settings: &ApiSettings, stores: Stores) -> AppState {
+    let downloads = stores.downloads.clone();
     let api = api_state(settings, stores);
-    AppState::new(
-        api.registry,
-        settings.downloads.redirect_signer(),
-        api.tokens,
-    )
+    AppState::new(api.registry, downloads, api.tokens)
 }
 
 fn init_tracing() {
@@ -289,12 +287,11 @@ pub async fn run_downloads() -> Result<(), Error> {
     let config = configure::<DownloadsSettings>().await?;
     let signer = config.signer;
     let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
-    let artifacts = aws.artifacts(&config.bucket, config.url_ttl, Some(signer.clone()));
-    let state = DownloadsState {
-        artifacts: Arc::new(artifacts),
-        signer,
-    };
-    let routes = tfreg_http::routes::artifacts::routes(Some(state));
+    let bucket = Arc::new(aws.artifacts(&config.bucket, config.url_ttl));
+    let routes = tfreg_http::routes::artifacts::routes(tfreg_core::Downloads::presigned(
+        bucket,
+        Some(signer),
+    ));
     lambda_http::run(tfreg_http::family(Family::Downloads, routes)).await
 }
 

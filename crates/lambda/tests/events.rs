@@ -49,6 +49,7 @@ fn config() -> ApiSettings {
 }
 
 struct World {
+    signer: Arc<UrlSigner>,
     artifacts: Arc<MemoryArtifactStore>,
     metadata: Arc<MemoryMetadataStore>,
     tokens: Arc<MemoryTokenStore>,
@@ -58,7 +59,8 @@ impl World {
     fn new() -> World {
         let signer = Arc::new(UrlSigner::new(vec![9; 32], Duration::from_secs(60)));
         World {
-            artifacts: Arc::new(MemoryArtifactStore::new(signer)),
+            signer,
+            artifacts: Arc::new(MemoryArtifactStore::new()),
             metadata: Arc::new(MemoryMetadataStore::new()),
             tokens: Arc::new(MemoryTokenStore::default()),
         }
@@ -68,6 +70,7 @@ impl World {
         Stores {
             metadata: self.metadata.clone(),
             artifacts: self.artifacts.clone(),
+            downloads: tfreg_core::Downloads::served(self.signer.clone(), self.artifacts.clone()),
             tokens: self.tokens.clone(),
         }
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::store::{partition, Document, Expected, PinRecord, Record, RecordId};
-use tfreg_core::{MetadataStore, StoreError};
+use tfreg_core::{MetadataReader, MetadataStore, StoreError};
 
 use crate::fs_store::STATE_DIR_NAME;
 
@@ -156,6 +156,30 @@ fn read_pin(path: &Path) -> Result<PinRecord, StoreError> {
 }
 
 #[async_trait]
+impl MetadataReader for LocalMetadataStore {
+    async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError> {
+        self.memory.get(id).await
+    }
+
+    async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
+        self.memory.query(partition).await
+    }
+
+    async fn query_prefix(&self, partition: &str, prefix: &str) -> Result<Vec<Record>, StoreError> {
+        self.memory.query_prefix(partition, prefix).await
+    }
+
+    /// Documents live in memory only: they are rebuilt from the records at every start.
+    async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError> {
+        self.memory.get_document(id).await
+    }
+
+    fn generation(&self) -> Option<u64> {
+        Some(self.memory.generation())
+    }
+}
+
+#[async_trait]
 impl MetadataStore for LocalMetadataStore {
     async fn put(&self, record: Record) -> Result<(), StoreError> {
         if let (Record::Pin(pin), true) = (&record, self.persist) {
@@ -203,25 +227,8 @@ impl MetadataStore for LocalMetadataStore {
         self.memory.delete(id).await
     }
 
-    async fn get(&self, id: &RecordId) -> Result<Option<Record>, StoreError> {
-        self.memory.get(id).await
-    }
-
-    async fn query(&self, partition: &str) -> Result<Vec<Record>, StoreError> {
-        self.memory.query(partition).await
-    }
-
-    async fn query_prefix(&self, partition: &str, prefix: &str) -> Result<Vec<Record>, StoreError> {
-        self.memory.query_prefix(partition, prefix).await
-    }
-
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {
         self.memory.scan().await
-    }
-
-    /// Documents live in memory only: they are rebuilt from the records at every start.
-    async fn get_document(&self, id: &RecordId) -> Result<Option<Document>, StoreError> {
-        self.memory.get_document(id).await
     }
 
     async fn put_document(
@@ -244,10 +251,6 @@ impl MetadataStore for LocalMetadataStore {
     async fn document_revision(&self, id: &RecordId) -> Result<Option<String>, StoreError> {
         self.memory.document_revision(id).await
     }
-
-    fn generation(&self) -> Option<u64> {
-        Some(self.memory.generation())
-    }
 }
 
 #[cfg(test)]
@@ -264,6 +267,13 @@ mod tests {
             kept: true,
             published_at: 1,
         }
+    }
+
+    #[tokio::test]
+    async fn the_data_directory_index_keeps_the_storage_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalMetadataStore::open(dir.path(), true).unwrap();
+        tfreg_core::store::contract::metadata_store(&store).await;
     }
 
     #[tokio::test]

@@ -149,7 +149,7 @@ impl Options {
         let aws =
             crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None, false).await?;
         Ok(Some(Observer::Table {
-            registry: Registry::new(aws.metadata.clone(), aws.artifacts),
+            registry: Registry::new(aws.metadata.clone(), aws.downloads),
             metadata: aws.metadata,
         }))
     }

@@ -4,7 +4,9 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "aws")]
 use std::sync::Arc;
+#[cfg(feature = "aws")]
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -14,7 +16,6 @@ use tfreg_aws::upload::Uploader;
 #[cfg(feature = "aws")]
 use tfreg_aws::S3ArtifactStore;
 use tfreg_core::layout::{classify, Classified};
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::ArtifactStore;
 use tfreg_local::FsArtifactStore;
 use tokio::io::AsyncReadExt;
@@ -54,12 +55,7 @@ impl Destination {
         if !root.is_dir() {
             bail!("{} is not a folder", data.display());
         }
-        // Nothing here hands out URLs: a throwaway secret will do.
-        let signer = Arc::new(UrlSigner::new(
-            UrlSigner::generate_secret().to_vec(),
-            Duration::from_secs(60),
-        ));
-        let store = FsArtifactStore::new(root.clone(), signer);
+        let store = FsArtifactStore::new(root.clone());
         Ok(Destination::Local { root, store })
     }
 

@@ -9,10 +9,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use tfreg_core::memory::MemoryMetadataStore;
-use tfreg_core::store::{ObjectBody, ObjectMeta};
-use tfreg_core::{ArtifactStore, Indexer, MetadataStore, Origin, Registry, StoreError};
+use tfreg_core::signing::UrlSigner;
+use tfreg_core::store::{Kept, ObjectBody, ObjectMeta};
+use tfreg_core::{ArtifactStore, Downloads, Indexer, MetadataStore, Registry, StoreError};
 
 use super::judge::{judge, Judgement, Observation};
 use super::{Plan, Upload};
@@ -46,39 +49,36 @@ impl ArtifactStore for StagedStore {
         Ok(self.files.keys().cloned().collect())
     }
 
+    /// The file where it lies: the checks read it in place.
     async fn open(&self, key: &str) -> Result<Option<ObjectBody>, StoreError> {
         let Some((path, meta)) = self.meta(key) else {
             return Ok(None);
         };
-        let file = tokio::fs::File::open(&path)
-            .await
-            .map_err(|e| StoreError::with_source(format!("cannot read {}", path.display()), e))?;
-        Ok(Some(ObjectBody {
-            meta,
-            reader: Box::pin(file),
-        }))
+        let failed = |e| StoreError::with_source(format!("cannot read {}", path.display()), e);
+        let file = std::fs::File::open(&path).map_err(failed)?;
+        ObjectBody::from_file(meta, file).map(Some).map_err(failed)
     }
 
-    async fn download_url(
+    /// A file's revision is its SHA-256: the file itself, while it has those bytes.
+    async fn open_revision(
         &self,
         key: &str,
-        _revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, StoreError> {
-        // Nothing is downloaded from the staging area; the read model may still ask.
-        Ok(format!("{}/staged/{key}", origin.as_str()))
+        revision: &str,
+    ) -> Result<Option<ObjectBody>, StoreError> {
+        Ok(self
+            .open(key)
+            .await?
+            .filter(|body| body.meta.revision == revision))
     }
 
-    async fn open_local(
-        &self,
-        key: &str,
-    ) -> Result<Option<(std::fs::File, ObjectMeta)>, StoreError> {
-        let Some((path, meta)) = self.meta(key) else {
-            return Ok(None);
-        };
-        let file = std::fs::File::open(&path)
-            .map_err(|e| StoreError::with_source(format!("cannot read {}", path.display()), e))?;
-        Ok(Some((file, meta)))
+    /// The staging area keeps nothing: its verdicts are the checks, never pins.
+    async fn keep(&self, _key: &str, _revision: &str, _sha256: &str) -> Result<Kept, StoreError> {
+        Ok(Kept::No("the staging area keeps nothing".into()))
+    }
+
+    /// Staged files are regular files the publisher named.
+    async fn refusal(&self, _key: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
     }
 }
 
@@ -100,7 +100,15 @@ pub async fn check(plan: &Plan, context: Vec<Upload>) -> anyhow::Result<Judgemen
     if summary.failed > 0 {
         anyhow::bail!("{} files could not be read for the checks", summary.failed);
     }
-    let registry = Registry::new(metadata.clone(), artifacts);
+    // Nothing is downloaded from the staging area; the read model may still make URLs.
+    let signer = UrlSigner::new(
+        UrlSigner::generate_secret().to_vec(),
+        Duration::from_secs(60),
+    );
+    let registry = Registry::new(
+        metadata.clone(),
+        Downloads::served(Arc::new(signer), artifacts),
+    );
     let metadata: &dyn MetadataStore = metadata.as_ref();
     let observation = Observation {
         module: match plan.subject.module() {

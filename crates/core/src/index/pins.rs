@@ -25,8 +25,8 @@ use crate::layout::{classify, Artifact, Classified, ReleaseFile};
 use crate::names::ProviderAddress;
 use crate::providers::{evaluate, CurrentKeys};
 use crate::store::{
-    partition, ArtifactStore, Kept, MetadataStore, ObjectBody, ObjectMeta, Origin, PinRecord,
-    Record, RecordId, StoreError,
+    partition, ArtifactStore, Kept, MetadataStore, ObjectBody, ObjectMeta, PinRecord, Record,
+    RecordId, StoreError,
 };
 use crate::version::Version;
 
@@ -170,35 +170,6 @@ impl ArtifactStore for PinnedArtifacts {
             Seen::Live | Seen::AtPin(_) => self.inner.open(key).await,
             Seen::Hidden => Ok(None),
             Seen::Pinned(pin) => self.inner.open_revision(key, &pin.revision).await,
-        }
-    }
-
-    async fn download_url(
-        &self,
-        key: &str,
-        revision: Option<&str>,
-        origin: &Origin,
-    ) -> Result<String, StoreError> {
-        self.inner.download_url(key, revision, origin).await
-    }
-
-    async fn direct_url(
-        &self,
-        key: &str,
-        revision: Option<&str>,
-        head: bool,
-    ) -> Result<Option<String>, StoreError> {
-        self.inner.direct_url(key, revision, head).await
-    }
-
-    async fn open_local(
-        &self,
-        key: &str,
-    ) -> Result<Option<(std::fs::File, ObjectMeta)>, StoreError> {
-        match self.seen(key).await? {
-            Seen::Live | Seen::AtPin(_) => self.inner.open_local(key).await,
-            // Pinned bytes are read through `open`, as a copy.
-            Seen::Hidden | Seen::Pinned(_) => Ok(None),
         }
     }
 

@@ -25,22 +25,22 @@ pub(super) async fn open(
     max: u64,
     too_large: impl Fn(u64) -> String,
 ) -> Verdict<Option<Opened>> {
-    if let Some((file, meta)) = artifacts.open_local(key).await? {
-        if meta.size > max {
-            return Ok(Err(too_large(meta.size)));
-        }
-        return Ok(Ok(Some(Opened {
-            file,
-            meta,
-            _spool: None,
-        })));
-    }
-    let Some(mut body) = artifacts.open(key).await? else {
+    let Some(body) = artifacts.open(key).await? else {
         return Ok(Ok(None));
     };
     if body.meta.size > max {
         return Ok(Err(too_large(body.meta.size)));
     }
+    let mut body = match body.into_file() {
+        Ok((file, meta)) => {
+            return Ok(Ok(Some(Opened {
+                file,
+                meta,
+                _spool: None,
+            })))
+        }
+        Err(streamed) => streamed,
+    };
     let temporary = |e| StoreError::with_source("cannot write a temporary file", e);
     let spool = tempfile::NamedTempFile::new().map_err(temporary)?;
     let mut writer = tokio::fs::File::from_std(spool.reopen().map_err(temporary)?);

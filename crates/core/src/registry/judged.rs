@@ -1,5 +1,5 @@
 //! Answers derived once per change, not once per request, for stores that count their writes
-//! ([`crate::store::MetadataStore::generation`]: the local shape's index): modules' and
+//! ([`crate::store::MetadataReader::generation`]: the local shape's index): modules' and
 //! providers' versions documents, parsed.
 //!
 //! A value is kept while the store's generation stays the same and, when it has one, until

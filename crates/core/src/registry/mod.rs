@@ -18,7 +18,9 @@ use std::time::SystemTime;
 use crate::documents::{
     self, MirrorVersionsDoc, ModuleVersionsDoc, ProviderVersionsDoc, ReleaseDoc,
 };
+use crate::downloads::Downloads;
 use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
+use crate::origin::Origin;
 use crate::protocol::{
     Empty, GpgPublicKey, MirrorArchive, MirrorIndex, MirrorVersion, ModuleVersion,
     ModuleVersionList, ModuleVersions, ProviderDownload, ProviderPlatform, ProviderVersion,
@@ -26,8 +28,8 @@ use crate::protocol::{
 };
 use crate::providers::{evaluate, CurrentKeys, ReleaseReport, ServedRelease};
 use crate::store::{
-    partition, ArtifactStore, MetadataStore, ModuleArchive, Origin, PackageRecord, ProblemRecord,
-    Record, RecordId, StoreError,
+    partition, MetadataReader, ModuleArchive, PackageRecord, ProblemRecord, Record, RecordId,
+    StoreError,
 };
 use crate::tokens::Access;
 use crate::version::Version;
@@ -50,8 +52,9 @@ pub struct Counts {
 
 #[derive(Clone)]
 pub struct Registry {
-    metadata: Arc<dyn MetadataStore>,
-    artifacts: Arc<dyn ArtifactStore>,
+    metadata: Arc<dyn MetadataReader>,
+    /// How the files of the answers reach the client.
+    downloads: Downloads,
     /// The registry's own hostname: the mirror serves its providers under it.
     hostname: Option<Hostname>,
     /// Modules' versions documents as last read, for stores that count their writes.
@@ -61,10 +64,12 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(metadata: Arc<dyn MetadataStore>, artifacts: Arc<dyn ArtifactStore>) -> Self {
+    /// The registry over what the indexer keeps in `metadata`, handing out URLs from
+    /// `downloads`.
+    pub fn new(metadata: Arc<dyn MetadataReader>, downloads: Downloads) -> Self {
         Self {
             metadata,
-            artifacts,
+            downloads,
             hostname: None,
             module_docs: Arc::default(),
             provider_docs: Arc::default(),
@@ -98,10 +103,6 @@ impl Registry {
             .filter(|r| matches!(r, Record::ListedProvider(_)))
             .count();
         Ok(Counts { modules, providers })
-    }
-
-    pub fn artifacts(&self) -> &Arc<dyn ArtifactStore> {
-        &self.artifacts
     }
 
     /// A document, parsed; kept while the store has not changed, for stores that count
@@ -208,10 +209,7 @@ impl Registry {
     ) -> Result<String, RegistryError> {
         let archive = self.module_archive(access, address, version).await?;
         let revision = Some(archive.revision.as_str()).filter(|r| !r.is_empty());
-        Ok(self
-            .artifacts
-            .download_url(&archive.key, revision, origin)
-            .await?)
+        Ok(self.downloads.url(&archive.key, revision, origin).await?)
     }
 
     /// Judges every version of a provider from its records and its namespace's keys: two
@@ -328,20 +326,20 @@ impl Registry {
                 "provider {provider} {version} has no package for {platform}"
             ))
         })?;
-        let artifacts = &self.artifacts;
+        let downloads = &self.downloads;
         Ok(ProviderDownload {
             protocols: release.protocols.clone(),
             os: platform.os.to_string(),
             arch: platform.arch.to_string(),
             filename: package.filename().to_owned(),
-            download_url: artifacts
-                .download_url(&package.key, Some(&package.revision), origin)
+            download_url: downloads
+                .url(&package.key, Some(&package.revision), origin)
                 .await?,
-            shasums_url: artifacts
-                .download_url(&release.sums.key, Some(&release.sums.revision), origin)
+            shasums_url: downloads
+                .url(&release.sums.key, Some(&release.sums.revision), origin)
                 .await?,
-            shasums_signature_url: artifacts
-                .download_url(
+            shasums_signature_url: downloads
+                .url(
                     &release.signature_key,
                     Some(&release.signature_revision),
                     origin,
@@ -468,8 +466,8 @@ impl Registry {
         let mut archives = BTreeMap::new();
         for (platform, package) in platforms {
             let url = self
-                .artifacts
-                .download_url(&package.key, Some(&package.revision), origin)
+                .downloads
+                .url(&package.key, Some(&package.revision), origin)
                 .await?;
             // Every package offered here was unpacked when it was indexed (a served
             // release's packages, or an upload), so its `h1:` is known.

@@ -52,7 +52,7 @@ pub fn module_archives(records: Vec<Record>) -> Vec<ModuleArchive> {
 
 /// The archives recorded for one version of a module: a key condition on the version.
 pub(crate) async fn version_archives(
-    metadata: &dyn crate::store::MetadataStore,
+    metadata: &dyn crate::store::MetadataReader,
     address: &ModuleAddress,
     version: &Version,
 ) -> Result<Vec<ModuleArchive>, StoreError> {

@@ -10,7 +10,7 @@ use tfreg_core::hash::PackageLimits;
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::Access;
-use tfreg_core::{Hostname, Indexer, ProviderAddress, Registry, RegistryError, Version};
+use tfreg_core::{Downloads, Hostname, Indexer, ProviderAddress, Registry, RegistryError, Version};
 
 pub const DIR: &str = "providers/acme/widget/1.0.0";
 pub const SUMS: &str = "terraform-provider-widget_1.0.0_SHA256SUMS";
@@ -26,6 +26,8 @@ pub fn fixture(name: &str) -> Vec<u8> {
 pub struct World {
     pub artifacts: Arc<MemoryArtifactStore>,
     pub metadata: Arc<MemoryMetadataStore>,
+    /// The registry's own signed URLs, served from `artifacts`.
+    pub downloads: Downloads,
     pub indexer: Indexer,
     pub registry: Registry,
 }
@@ -38,14 +40,16 @@ impl World {
     /// A world whose indexer unpacks packages within `limits`.
     pub fn with_limits(limits: PackageLimits) -> World {
         let signer = Arc::new(UrlSigner::new(vec![3; 32], Duration::from_secs(60)));
-        let artifacts = Arc::new(MemoryArtifactStore::new(signer));
+        let artifacts = Arc::new(MemoryArtifactStore::new());
+        let downloads = Downloads::served(signer, artifacts.clone());
         let metadata = Arc::new(MemoryMetadataStore::new());
         let hostname = Hostname::parse(HOSTNAME).unwrap();
         World {
             indexer: Indexer::new(metadata.clone(), artifacts.clone())
                 .with_hostname(Some(hostname.clone()))
                 .with_limits(limits),
-            registry: Registry::new(metadata.clone(), artifacts.clone()).with_hostname(hostname),
+            registry: Registry::new(metadata.clone(), downloads.clone()).with_hostname(hostname),
+            downloads,
             artifacts,
             metadata,
         }

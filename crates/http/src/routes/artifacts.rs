@@ -1,29 +1,30 @@
-//! Downloads from stores that serve their own files (the local shape): `/v1/artifacts/<key>`,
-//! authorised by the URL's own expiring signature because Terraform sends no credentials here.
+//! The registry's own download URLs, `/v1/artifacts/<key>`, authorised by the URL's own
+//! expiring signature because Terraform sends no credentials here: streamed from the store
+//! (the local shape), or redirected to a URL the store presigned (S3 redirect mode), as
+//! [`Downloads`] says.
 
 use std::time::SystemTime;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use tfreg_core::downloads::Delivery;
 use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::Downloads;
 use tokio_util::io::ReaderStream;
 
 use crate::error::ApiError;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::Query;
-
 use crate::extract::JsonPath;
-use crate::DownloadsState;
 
-/// The downloads family's route: `GET`/`HEAD /v1/artifacts/<key>`. Without a signer (S3
-/// presigned downloads), the path exists but serves nothing.
-pub fn routes(state: Option<DownloadsState>) -> axum::Router {
+/// The downloads family's route: `GET`/`HEAD /v1/artifacts/<key>`. When clients are sent
+/// to the store itself (S3 presigned downloads), the path exists but serves nothing.
+pub fn routes(downloads: Downloads) -> axum::Router {
     axum::Router::new()
         .route("/v1/artifacts/{*key}", axum::routing::get(download))
-        .with_state(state)
+        .with_state(downloads)
 }
 
 /// The signed part of a download URL: its expiry, its signature and the revision it names.
@@ -38,7 +39,7 @@ const REFUSED: &str = "this download URL is invalid or has expired: ask the regi
 
 /// `GET` and `HEAD /v1/artifacts/<key>?expires=<unix seconds>&signature=<mac>`
 pub async fn download(
-    State(state): State<Option<DownloadsState>>,
+    State(downloads): State<Downloads>,
     method: axum::http::Method,
     JsonPath(key): JsonPath<String>,
     query: Result<Query<SignedQuery>, QueryRejection>,
@@ -47,7 +48,7 @@ pub async fn download(
     let Ok(Query(query)) = query else {
         return Err(ApiError::Forbidden(REFUSED.into()));
     };
-    let Some(DownloadsState { artifacts, signer }) = &state else {
+    let Some((signer, delivery)) = downloads.own_urls() else {
         return Err(ApiError::NotFound(
             "this registry does not serve downloads itself".into(),
         ));
@@ -70,24 +71,21 @@ pub async fn download(
         Classified::Artifact(artifact) => artifact.content_type(),
         Classified::Invalid(_) => return Err(ApiError::NotFound("no such file".into())),
     };
-    // Stores with URLs of their own (S3) get the client redirected to a URL presigned for
-    // this very method, so HEAD works as well as GET.
-    let head = method == axum::http::Method::HEAD;
-    if let Some(url) = artifacts.direct_url(&key, revision, head).await? {
-        let location =
-            axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
-        return Ok((
-            axum::http::StatusCode::TEMPORARY_REDIRECT,
-            [(header::LOCATION, location)],
-        )
-            .into_response());
-    }
+    let files = match delivery {
+        Delivery::Stream(files) => files,
+        // Stores with URLs of their own (S3) get the client redirected to a URL presigned
+        // for this very method, so HEAD works as well as GET.
+        Delivery::Redirect(presigner) => {
+            let head = method == axum::http::Method::HEAD;
+            return redirect(presigner.presign(&key, revision, head).await?);
+        }
+    };
     // The URL names the revision that was checked at publish, and that revision is served:
     // the file itself while it is unchanged, else the bytes the store kept of it (a
     // published version never changes). Without them, the client must ask again.
     let body = match revision {
-        Some(revision) => artifacts.open_revision(&key, revision).await?,
-        None => artifacts.open(&key).await?,
+        Some(revision) => files.open_revision(&key, revision).await?,
+        None => files.open(&key).await?,
     };
     let Some(body) = body else {
         return Err(ApiError::NotFound(
@@ -101,6 +99,17 @@ pub async fn download(
             (header::CACHE_CONTROL, "private, no-store".to_owned()),
         ],
         Body::from_stream(ReaderStream::new(body.reader)),
+    )
+        .into_response())
+}
+
+/// A temporary redirect to `url`.
+fn redirect(url: String) -> Result<Response, ApiError> {
+    let location =
+        axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    Ok((
+        axum::http::StatusCode::TEMPORARY_REDIRECT,
+        [(header::LOCATION, location)],
     )
         .into_response())
 }

@@ -8,13 +8,14 @@ use std::time::{Duration, SystemTime};
 use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::{self, TokenStore};
-use tfreg_core::{Indexer, Namespace, Registry};
+use tfreg_core::{Downloads, Indexer, Namespace, Registry};
 
 /// A registry holding `modules` (keys of module archives, each documenting a variable) and
-/// the fixtures' signed acme/widget 1.0.0, indexed; and the signer of its download URLs.
-pub async fn indexed_registry(modules: &[String]) -> (Registry, Arc<UrlSigner>) {
+/// the fixtures' signed acme/widget 1.0.0, indexed; how its files are downloaded, and the
+/// signer of its download URLs.
+pub async fn indexed_registry(modules: &[String]) -> (Registry, Downloads, Arc<UrlSigner>) {
     let signer = Arc::new(UrlSigner::new(vec![42; 32], Duration::from_secs(300)));
-    let artifacts = Arc::new(MemoryArtifactStore::new(signer.clone()));
+    let artifacts = Arc::new(MemoryArtifactStore::new());
     let metadata = Arc::new(MemoryMetadataStore::new());
     for key in modules {
         let format = tfreg_core::layout::ArchiveFormat::split(key).unwrap().1;
@@ -35,7 +36,12 @@ pub async fn indexed_registry(modules: &[String]) -> (Registry, Arc<UrlSigner>) 
     artifacts.put("keys/acme/release.asc", fixture("release.asc"));
     let indexer = Indexer::new(metadata.clone(), artifacts.clone());
     indexer.reindex_all(|_, _| {}).await.unwrap();
-    (Registry::new(metadata, artifacts), signer)
+    let downloads = Downloads::served(signer.clone(), artifacts);
+    (
+        Registry::new(metadata, downloads.clone()),
+        downloads,
+        signer,
+    )
 }
 
 /// A fixture of the core's tests (`crates/core/tests/fixtures/`).

@@ -1,0 +1,210 @@
+//! The key schema: where each record and document lives (a partition, read together in one
+//! query, and a sort key unique within it), the shape of a single DynamoDB table.
+
+use crate::names::{Hostname, ModuleAddress, Namespace, ProviderAddress};
+use crate::version::Version;
+
+use super::records::Record;
+
+/// Where a record lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordId {
+    pub partition: String,
+    pub sort: String,
+}
+
+/// The partitions, so each query reads exactly what one answer needs.
+pub mod partition {
+    use crate::names::{Hostname, ModuleAddress, Namespace, ProviderAddress};
+
+    pub const PROBLEMS: &str = "problems";
+    pub const PINS: &str = "pins";
+    /// Every module, one summary each, by address.
+    pub const MODULES: &str = "modules";
+    /// Every provider that has any file under `providers/`, by address.
+    pub const PROVIDERS: &str = "providers";
+
+    pub fn module(address: &ModuleAddress) -> String {
+        format!("module/{address}")
+    }
+    pub fn provider(provider: &ProviderAddress) -> String {
+        format!("provider/{provider}")
+    }
+    pub fn mirror(hostname: &Hostname, provider: &ProviderAddress) -> String {
+        format!("mirror/{hostname}/{provider}")
+    }
+    pub fn keys(namespace: &Namespace) -> String {
+        format!("keys/{namespace}")
+    }
+    pub fn namespace(namespace: &Namespace) -> String {
+        format!("namespace/{namespace}")
+    }
+    /// A namespace's modules, one summary each, by `name/system`.
+    pub fn namespace_modules(namespace: &Namespace) -> String {
+        format!("namespace-modules/{namespace}")
+    }
+    /// Every partition of documents starts so; no partition of records does.
+    pub const DOCUMENTS: &str = "doc/";
+}
+
+/// The sort keys of release documents start so, then the version.
+pub const RELEASE_PREFIX: &str = "release/";
+
+/// Sort keys stay under this many bytes (DynamoDB allows 1024); longer ones, from very long
+/// object keys, are shortened with a hash of the whole, so they stay unique and stable.
+const MAX_SORT_KEY: usize = 1000;
+
+impl RecordId {
+    fn new(partition: String, sort: String) -> Self {
+        if sort.len() <= MAX_SORT_KEY {
+            return Self { partition, sort };
+        }
+        use sha2::Digest;
+        let digest = hex::encode(sha2::Sha256::digest(sort.as_bytes()));
+        let mut cut = MAX_SORT_KEY - digest.len() - 1;
+        while !sort.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let sort = format!("{}#{digest}", &sort[..cut]);
+        Self { partition, sort }
+    }
+
+    pub fn module_archive(address: &ModuleAddress, version: &Version, key: &str) -> Self {
+        Self::new(partition::module(address), format!("{version}/{key}"))
+    }
+
+    pub fn package(
+        mirror_hostname: Option<&Hostname>,
+        provider: &ProviderAddress,
+        version: &Version,
+        key: &str,
+    ) -> Self {
+        let partition = match mirror_hostname {
+            Some(host) => partition::mirror(host, provider),
+            None => partition::provider(provider),
+        };
+        Self::new(partition, format!("package/{version}/{key}"))
+    }
+
+    /// A release file's record: `kind` is `sums`, `signature` or `manifest`.
+    fn release_file(kind: &str, provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::new(
+            partition::provider(provider),
+            format!("{kind}/{version}/{key}"),
+        )
+    }
+
+    pub fn sums(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::release_file("sums", provider, version, key)
+    }
+
+    pub fn signature(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::release_file("signature", provider, version, key)
+    }
+
+    pub fn manifest(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
+        Self::release_file("manifest", provider, version, key)
+    }
+
+    pub fn signing_key(namespace: &Namespace, key: &str) -> Self {
+        Self::new(partition::keys(namespace), key.to_owned())
+    }
+
+    pub fn problem(key: &str) -> Self {
+        Self::new(partition::PROBLEMS.to_owned(), key.to_owned())
+    }
+
+    /// The pin of a version's file ([`super::PinRecord::slot`]).
+    pub fn pin(slot: &str) -> Self {
+        Self::new(partition::PINS.to_owned(), slot.to_owned())
+    }
+
+    /// A module's entry among all modules.
+    pub fn listed_module(address: &ModuleAddress) -> Self {
+        Self::new(partition::MODULES.to_owned(), address.to_string())
+    }
+
+    /// A module's versions document ([`crate::documents::ModuleVersionsDoc`]).
+    pub fn module_versions(address: &ModuleAddress) -> Self {
+        Self::new(format!("doc/module/{address}"), "versions".to_owned())
+    }
+
+    /// A provider's versions document ([`crate::documents::ProviderVersionsDoc`]).
+    pub fn provider_versions(provider: &ProviderAddress) -> Self {
+        Self::new(format!("doc/provider/{provider}"), "versions".to_owned())
+    }
+
+    /// A provider version's served release ([`crate::documents::ReleaseDoc`]).
+    pub fn provider_release(provider: &ProviderAddress, version: &Version) -> Self {
+        Self::new(
+            format!("doc/provider/{provider}"),
+            format!("{RELEASE_PREFIX}{version}"),
+        )
+    }
+
+    /// The versions uploaded to the mirror for `hostname/provider`
+    /// ([`crate::documents::MirrorVersionsDoc`]).
+    pub fn mirror_versions(hostname: &Hostname, provider: &ProviderAddress) -> Self {
+        Self::new(
+            format!("doc/mirror/{hostname}/{provider}"),
+            "versions".to_owned(),
+        )
+    }
+
+    /// True for the id of a document rather than of a record.
+    pub fn is_document(&self) -> bool {
+        self.partition.starts_with(partition::DOCUMENTS)
+    }
+
+    /// A module's entry among its namespace's modules.
+    pub fn namespace_module(address: &ModuleAddress) -> Self {
+        Self::new(
+            partition::namespace_modules(&address.namespace),
+            format!("{}/{}", address.name, address.system),
+        )
+    }
+}
+
+impl Record {
+    pub fn id(&self) -> RecordId {
+        match self {
+            Record::ModuleArchive(a) => RecordId::module_archive(&a.address, &a.version, &a.key),
+            Record::Package(p) => {
+                RecordId::package(p.mirror_hostname.as_ref(), &p.provider, &p.version, &p.key)
+            }
+            Record::Sums(r) => RecordId::sums(&r.provider, &r.version, &r.key),
+            Record::Signature(r) => RecordId::signature(&r.provider, &r.version, &r.key),
+            Record::Manifest(r) => RecordId::manifest(&r.provider, &r.version, &r.key),
+            Record::Key(k) => RecordId::signing_key(&k.namespace, &k.key),
+            Record::Problem(p) => RecordId::problem(&p.key),
+            Record::Pin(p) => RecordId::pin(&p.slot),
+            Record::NamespaceProvider(p) => {
+                RecordId::new(partition::namespace(&p.namespace), p.type_.to_string())
+            }
+            Record::ListedProvider(p) => {
+                RecordId::new(partition::PROVIDERS.to_owned(), p.to_string())
+            }
+            Record::ListedModule(m) => RecordId::listed_module(&m.address),
+            Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_sort_keys_are_shortened_uniquely() {
+        let provider = ProviderAddress::parse("acme", "widget").unwrap();
+        let version = Version::parse("1.0.0").unwrap();
+        let long = |c: &str| format!("providers/acme/widget/1.0.0/{}", c.repeat(1000));
+        let a = RecordId::sums(&provider, &version, &long("a"));
+        let b = RecordId::sums(&provider, &version, &long("b"));
+        assert!(a.sort.len() <= 1000 && b.sort.len() <= 1000);
+        assert_ne!(a, b);
+        assert_eq!(a, RecordId::sums(&provider, &version, &long("a")));
+        let short = RecordId::sums(&provider, &version, "k");
+        assert_eq!(short.sort, "sums/1.0.0/k");
+    }
+}

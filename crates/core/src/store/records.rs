@@ -1,0 +1,204 @@
+//! The records the indexer keeps about published files: what a partition of the metadata
+//! store holds. Where each lives is [`super::keys`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::gpg::PublicKeyInfo;
+use crate::hash::PackageHashes;
+use crate::layout::ArchiveFormat;
+use crate::names::{Hostname, ModuleAddress, Namespace, Platform, ProviderAddress};
+use crate::version::Version;
+
+#[cfg(doc)]
+use super::partition;
+
+/// One published module archive, as the indexer records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleArchive {
+    pub address: ModuleAddress,
+    pub version: Version,
+    /// The object key as published (its case preserved).
+    pub key: String,
+    pub format: ArchiveFormat,
+    pub size: u64,
+    /// The object revision that was indexed.
+    #[serde(default)]
+    pub revision: String,
+    /// SHA-256 of the archive as indexed (hex).
+    #[serde(default)]
+    pub sha256: String,
+    /// When the version was first published (Unix seconds; 0 for records from before).
+    #[serde(default)]
+    pub published_at: u64,
+    /// The module's repository, from the publisher (a sidecar file or `tfreg publish
+    /// --source`).
+    #[serde(default)]
+    pub source: Option<String>,
+    /// A line about the module, from the publisher.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// What the archive documents about itself, read at publish. Shared, not copied, when
+    /// the record is: reads of a module's versions copy every record of its partition.
+    #[serde(default)]
+    pub docs: Option<std::sync::Arc<crate::module_docs::ModuleDocs>>,
+    /// The archive's secret-shaped files (`.env`, `*.pem`, ...): served all the same, and
+    /// warned about. `None` for records from before they were looked for (read again, once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_shaped: Option<crate::module_archive::secrets::SecretShapedFiles>,
+}
+
+/// A provider package (zip) and its hashes, whether published under `providers/` or
+/// `mirror/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageRecord {
+    /// `Some` for packages under `mirror/<hostname>/`.
+    #[serde(default)]
+    pub mirror_hostname: Option<Hostname>,
+    pub provider: ProviderAddress,
+    pub version: Version,
+    pub platform: Platform,
+    pub key: String,
+    /// The object revision that was hashed.
+    pub revision: String,
+    pub size: u64,
+    pub hashes: PackageHashes,
+}
+
+impl PackageRecord {
+    /// The zip's file name, as SHA256SUMS lists it.
+    pub fn filename(&self) -> &str {
+        file_name(&self.key)
+    }
+}
+
+/// The last path segment of a key.
+pub fn file_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+/// A release's SHA256SUMS, parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SumsRecord {
+    pub provider: ProviderAddress,
+    pub version: Version,
+    pub key: String,
+    pub revision: String,
+    /// File name to SHA-256 (lowercase hex).
+    pub entries: BTreeMap<String, String>,
+}
+
+/// The verdict on a release's SHA256SUMS signature, for one revision of each file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignatureRecord {
+    pub provider: ProviderAddress,
+    pub version: Version,
+    /// The `.sig` object.
+    pub key: String,
+    pub revision: String,
+    pub sums_key: String,
+    /// The SHA256SUMS revision the verdict holds for (`None`: there was none).
+    pub sums_revision: Option<String>,
+    pub verdict: Result<SignedBy, String>,
+}
+
+/// Who signed a release: a key under `keys/<namespace>/`. The key itself is kept with the
+/// verdict, so serving a release reads one partition; a key's removal or replacement
+/// re-verifies every release of its namespace, which rewrites these verdicts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedBy {
+    pub key_id: String,
+    /// The key's object (`keys/<namespace>/<name>.asc`) and the revision that verified.
+    pub key: String,
+    pub key_revision: String,
+    pub key_info: PublicKeyInfo,
+    /// When the signature itself expires (Unix seconds), if it does: Terraform refuses it
+    /// from then on, so the release is served only until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_expires_at: Option<u64>,
+}
+
+/// A release's `_manifest.json`: the plugin protocol versions it speaks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestRecord {
+    pub provider: ProviderAddress,
+    pub version: Version,
+    pub key: String,
+    pub protocols: Result<Vec<String>, String>,
+}
+
+/// A public key trusted to sign a namespace's releases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRecord {
+    pub namespace: Namespace,
+    pub key: String,
+    pub revision: String,
+    pub verdict: Result<PublicKeyInfo, String>,
+}
+
+/// A module as listings show it: its address and its latest version (the highest without a
+/// prerelease part, else the highest), kept by the indexer in the partitions that list
+/// modules ([`partition::MODULES`], [`partition::namespace_modules`]), so a page of a
+/// listing or of a search is one query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleSummary {
+    pub address: ModuleAddress,
+    pub version: Version,
+    /// When that version was first published (Unix seconds; 0 when unknown).
+    #[serde(default)]
+    pub published_at: u64,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A published file that cannot be served, and why: what `tfreg status` shows publishers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProblemRecord {
+    pub key: String,
+    pub problem: String,
+}
+
+/// The first bytes served for one version's file: what is served for it from then on. A
+/// pin outlives its file (deleting the file yanks the version; uploading the same bytes
+/// again un-yanks it), so different bytes can never take a published version's place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinRecord {
+    /// What is pinned: one version's file, whatever the spelling or format of its key
+    /// (`module/acme/network/aws/1.2.0`, `provider/acme/widget/1.0.0/linux_amd64`,
+    /// `provider/acme/widget/1.0.0/SHA256SUMS`, `mirror/<host>/acme/widget/1.0.0/linux_amd64`).
+    pub slot: String,
+    /// The key it was published under.
+    pub key: String,
+    pub sha256: String,
+    pub size: u64,
+    /// The revision served: the store keeps its bytes when it can (`kept`).
+    pub revision: String,
+    pub kept: bool,
+    /// When it was first served (Unix seconds).
+    pub published_at: u64,
+}
+
+/// Everything the metadata store holds. Each record lives in a partition (read together in
+/// one query) under a sort key unique within it: the shape of a single DynamoDB table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    ModuleArchive(ModuleArchive),
+    Package(PackageRecord),
+    Sums(SumsRecord),
+    Signature(SignatureRecord),
+    Manifest(ManifestRecord),
+    Key(KeyRecord),
+    Problem(ProblemRecord),
+    /// Lists a provider under its namespace, so a key change can find what to re-verify.
+    NamespaceProvider(ProviderAddress),
+    /// Lists a provider among all providers ([`partition::PROVIDERS`]), for the catalogue.
+    ListedProvider(ProviderAddress),
+    Pin(PinRecord),
+    /// Lists a module among all modules ([`partition::MODULES`]).
+    ListedModule(ModuleSummary),
+    /// Lists a module under its namespace ([`partition::namespace_modules`]).
+    NamespaceModule(ModuleSummary),
+}
