@@ -1,5 +1,6 @@
 //! `tfreg`: the command line. Each subcommand adapts flags and environment to the core and
-//! the adapters; no registry logic lives here.
+//! the adapters, choosing where the registry lives once ([`backend::Backend`]); no registry
+//! logic lives here.
 
 mod backend;
 mod publish;

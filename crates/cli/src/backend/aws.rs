@@ -32,7 +32,6 @@ pub fn not_built() -> anyhow::Error {
 impl AwsStores {
     /// With `redirect`, download URLs point at this server, which redirects to S3;
     /// `indexing`: queries read consistently, as the indexer needs.
-    #[cfg(feature = "aws")]
     pub async fn connect(
         table: &str,
         bucket: &str,
@@ -40,26 +39,22 @@ impl AwsStores {
         redirect: Option<Arc<UrlSigner>>,
         indexing: bool,
     ) -> anyhow::Result<AwsStores> {
-        let aws = tfreg_aws::Aws::from_env().await;
-        Ok(AwsStores {
-            metadata: Arc::new(aws.metadata(table, bucket, indexing)),
-            artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
-            tokens: Arc::new(aws.tokens(table)),
-            grants: Arc::new(aws.grants(table)),
-            sdk: aws,
-        })
-    }
-
-    /// Not in a tfreg built without AWS support.
-    #[cfg(not(feature = "aws"))]
-    pub async fn connect(
-        _table: &str,
-        _bucket: &str,
-        _url_ttl: Duration,
-        _redirect: Option<Arc<UrlSigner>>,
-        _indexing: bool,
-    ) -> anyhow::Result<AwsStores> {
-        Err(not_built())
+        #[cfg(feature = "aws")]
+        {
+            let aws = tfreg_aws::Aws::from_env().await;
+            Ok(AwsStores {
+                metadata: Arc::new(aws.metadata(table, bucket, indexing)),
+                artifacts: Arc::new(aws.artifacts(bucket, url_ttl, redirect)),
+                tokens: Arc::new(aws.tokens(table)),
+                grants: Arc::new(aws.grants(table)),
+                sdk: aws,
+            })
+        }
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = (table, bucket, url_ttl, redirect, indexing);
+            Err(not_built())
+        }
     }
 
     /// The token store alone (no bucket needed).
