@@ -1,8 +1,10 @@
 //! `tfreg`: the command line. Each subcommand adapts flags and environment to the core and
-//! the adapters; no registry logic lives here.
+//! the adapters, choosing where the registry lives once ([`backend::Backend`]); no registry
+//! logic lives here.
 
-mod aws;
+mod backend;
 mod publish;
+mod reindex;
 mod report;
 mod serve;
 mod served;
@@ -30,7 +32,7 @@ enum Command {
     /// Serve the registry over HTTPS from a data directory.
     Serve(serve::ServeArgs),
     /// Replay every object of the bucket through the indexer (AWS shape).
-    Reindex(aws::ReindexArgs),
+    Reindex(reindex::ReindexArgs),
     /// Create, list and revoke access tokens.
     Token(token::TokenArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
@@ -77,7 +79,7 @@ fn main() -> ExitCode {
             Command::Show(args) => show::run(args).await,
             Command::Publish(args) => publish::run(args).await,
             Command::Token(args) => done(token::run(args).await),
-            Command::Reindex(args) => done(aws::reindex(args).await),
+            Command::Reindex(args) => done(reindex::run(args).await),
             Command::Hash { files } => done(hash(files)),
         }
     });

@@ -7,19 +7,17 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Args;
 use tfreg_aws::settings::{BucketSetting, TableSetting};
 use tfreg_core::module_docs::ModulePart;
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::ModuleArchive;
 use tfreg_core::text::for_terminal as t;
 use tfreg_core::tokens::Access;
-use tfreg_core::{Downloads, Indexer, ModuleAddress, Registry, Version};
-use tfreg_local::{FsArtifactStore, LocalMetadataStore};
+use tfreg_core::{ModuleAddress, Version};
+
+use crate::backend::Backend;
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
@@ -53,28 +51,8 @@ fn parse(text: &str) -> anyhow::Result<(ModuleAddress, Option<Version>)> {
 
 pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let (address, version) = parse(&args.module)?;
-    let registry = if args.table.table.is_some() || args.bucket.bucket.is_some() {
-        let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
-        let aws =
-            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await?;
-        Registry::new(aws.metadata.clone(), aws.downloads)
-    } else {
-        let data = args
-            .data
-            .canonicalize()
-            .with_context(|| format!("cannot open the data directory {}", args.data.display()))?;
-        let signer = Arc::new(UrlSigner::new(
-            UrlSigner::generate_secret().to_vec(),
-            Duration::from_secs(60),
-        ));
-        let artifacts = Arc::new(FsArtifactStore::new(data.clone()));
-        let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
-        let indexer = Indexer::new(metadata.clone(), artifacts.clone())
-            .without_pinning()
-            .with_deferred_documents();
-        crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
-        Registry::new(metadata, Downloads::served(signer, artifacts))
-    };
+    let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
+    let registry = backend.open_indexed(None).await?.registry;
     let version = match version {
         Some(version) => version,
         None => {

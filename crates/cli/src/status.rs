@@ -8,17 +8,12 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::text::for_terminal as t;
-use tfreg_core::{ArtifactStore, Downloads, Indexer, MetadataStore, Registry};
-use tfreg_local::{FsArtifactStore, LocalMetadataStore};
 
+use crate::backend::Backend;
 use crate::report::{self, Filter, Scope, StatusDoc};
 
 #[derive(Args, Debug)]
@@ -54,53 +49,22 @@ pub struct StatusArgs {
 pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let filter = Filter::parse(args.namespace.as_deref(), args.address.as_deref())
         .map_err(anyhow::Error::msg)?;
-    if args.table.table.is_some() || args.bucket.bucket.is_some() {
-        let (table, bucket) = crate::aws::table_and_bucket(&args.table, &args.bucket)?;
-        // The table already holds the indexer's verdicts: report them as they stand.
-        let aws =
-            crate::aws::Aws::connect(&table, &bucket, Duration::from_secs(60), None, false).await?;
-        let keys = aws.artifacts.list().await?;
-        let registry = Registry::new(aws.metadata.clone(), aws.downloads);
-        let doc = report::build(
-            &registry,
-            aws.metadata.as_ref(),
-            &Scope::from_keys(&keys),
-            &filter,
-        )
-        .await?;
-        return print(&doc, args.json);
-    }
-    let data = args
-        .data
-        .canonicalize()
-        .with_context(|| format!("cannot open the data directory {}", args.data.display()))?;
-    // Status hands out no URLs: a throwaway secret will do.
-    let signer = Arc::new(UrlSigner::new(
-        UrlSigner::generate_secret().to_vec(),
-        Duration::from_secs(60),
-    ));
-    let artifacts = Arc::new(FsArtifactStore::new(data.clone()));
-    let metadata = Arc::new(LocalMetadataStore::open(&data, false)?);
-    let indexer = Indexer::new(metadata.clone(), artifacts.clone())
-        .with_hostname(args.hostname.get())
-        .without_pinning()
-        // The reindex makes every document once, at its end.
-        .with_deferred_documents();
-
-    let summary = crate::reindex_with_progress(&indexer, "indexing {pos}/{len} files").await?;
-
-    let registry = Registry::new(
-        metadata.clone(),
-        Downloads::served(signer, artifacts.clone()),
-    );
-    let keys = artifacts.list().await?;
-    let metadata: &dyn MetadataStore = metadata.as_ref();
-    let doc = report::build(&registry, metadata, &Scope::from_keys(&keys), &filter).await?;
+    let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
+    let indexed = backend.open_indexed(args.hostname.get()).await?;
+    let keys = indexed.artifacts.list().await?;
+    let scope = Scope::from_keys(&keys);
+    let doc = report::build(
+        &indexed.registry,
+        indexed.metadata.as_ref(),
+        &scope,
+        &filter,
+    )
+    .await?;
     let code = print(&doc, args.json)?;
-    if summary.failed > 0 {
+    if indexed.unread > 0 {
         anyhow::bail!(
             "{} files could not be read; see the log above",
-            summary.failed
+            indexed.unread
         );
     }
     Ok(code)

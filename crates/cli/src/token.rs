@@ -3,16 +3,16 @@
 //! printed escaped ([`for_terminal`]).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use tfreg_core::identity::audit::{self, Event};
 use tfreg_core::text::for_terminal;
-use tfreg_core::tokens::{generate, unix, TokenRecord, TokenStore};
+use tfreg_core::tokens::{generate, unix, TokenRecord};
 use tfreg_core::Namespace;
-use tfreg_local::{FileTokenStore, StateDir};
+
+use crate::backend::Backend;
 
 #[derive(Args, Debug)]
 pub struct TokenArgs {
@@ -65,12 +65,10 @@ enum TokenCommand {
     },
 }
 
-async fn store(location: &Location) -> anyhow::Result<Arc<dyn TokenStore>> {
-    if let Some(table) = &location.table.table {
-        return crate::aws::Aws::tokens(table).await;
+impl Location {
+    fn backend(self) -> Backend {
+        Backend::for_tokens(self.data, &self.table)
     }
-    let state = StateDir::open(&location.data)?;
-    Ok(Arc::new(FileTokenStore::new(state.path())))
 }
 
 /// True when the data directory has a folder of `namespace` (names match case-insensitively,
@@ -107,18 +105,19 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             if expires.is_some_and(|e| e.is_zero()) {
                 bail!("--expires must be longer than 0s");
             }
-            if location.table.table.is_none() {
+            let backend = location.backend();
+            if let Some(data) = backend.data_dir() {
                 for namespace in &namespaces {
-                    if !published_under(&location.data, namespace) {
+                    if !published_under(data, namespace) {
                         eprintln!(
                             "warning: nothing is published under the namespace {namespace} in {} yet \
                              (no modules/{namespace}/ or providers/{namespace}/): check its spelling",
-                            location.data.display()
+                            data.display()
                         );
                     }
                 }
             }
-            let store = store(&location).await?;
+            let store = backend.tokens().await?;
             let new = generate(namespaces, description, expires, SystemTime::now());
             store.put(new.record.clone()).await?;
             audit::record(
@@ -150,7 +149,7 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             println!("{}", new.token);
         }
         TokenCommand::List { location, json } => {
-            let mut tokens = store(&location).await?.list().await?;
+            let mut tokens = location.backend().tokens().await?.list().await?;
             tokens.sort_by_key(|t| t.created_at);
             match json {
                 true => println!("{}", document(&tokens, SystemTime::now())?),
@@ -158,7 +157,7 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             }
         }
         TokenCommand::Revoke { location, id } => {
-            let store = store(&location).await?;
+            let store = location.backend().tokens().await?;
             let Some(mut record) = store.get(&id).await? else {
                 bail!("no token has the ID {id:?} (see `tfreg token list`)");
             };

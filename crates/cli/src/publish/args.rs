@@ -3,13 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::bail;
 use clap::{Args, Subcommand};
 use tfreg_aws::settings::{BucketSetting, TableSetting};
-use tfreg_core::{ModuleAddress, ProviderAddress, Registry, Version};
+use tfreg_core::{ModuleAddress, ProviderAddress, Version};
 
 use super::dest::Destination;
-use super::wait::Observer;
+use crate::backend::Backend;
 
 const EXIT_STATUS: &str = "\
 Exit status:
@@ -118,40 +117,10 @@ pub(super) struct Options {
 }
 
 impl Options {
+    /// Where to publish, as the flags choose it.
     pub(super) async fn destination(&self) -> anyhow::Result<Destination> {
-        match (&self.data, &self.bucket.bucket) {
-            (Some(_), Some(_)) => bail!(
-                "both --data and --bucket are given (or TFREG_DATA and TFREG_BUCKET): publish to one at a time"
-            ),
-            (Some(data), None) => {
-                if self.table.table.is_some() {
-                    bail!("--table goes with --bucket, not --data");
-                }
-                Destination::local(data)
-            }
-            (None, Some(bucket)) => Destination::bucket(bucket, self.multipart_threshold).await,
-            (None, None) => bail!(
-                "say where to publish: --data DIR (a data directory) or --bucket NAME (the AWS shape)"
-            ),
-        }
-    }
-
-    /// Where the registry's index can be watched, if anywhere.
-    pub(super) async fn observer(&self, dest: &Destination) -> anyhow::Result<Option<Observer>> {
-        if let Some(data) = dest.data_dir() {
-            return Ok(Some(Observer::Server {
-                data: data.to_path_buf(),
-            }));
-        }
-        let (Some(table), Some(bucket)) = (&self.table.table, &self.bucket.bucket) else {
-            return Ok(None);
-        };
-        let aws =
-            crate::aws::Aws::connect(table, bucket, Duration::from_secs(60), None, false).await?;
-        Ok(Some(Observer::Table {
-            registry: Registry::new(aws.metadata.clone(), aws.downloads),
-            metadata: aws.metadata,
-        }))
+        let backend = Backend::for_publishing(self.data.as_deref(), &self.table, &self.bucket)?;
+        Destination::open(&backend, self.multipart_threshold).await
     }
 }
 

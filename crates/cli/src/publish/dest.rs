@@ -4,10 +4,6 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-#[cfg(feature = "aws")]
-use std::sync::Arc;
-#[cfg(feature = "aws")]
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
@@ -16,11 +12,13 @@ use tfreg_aws::upload::Uploader;
 #[cfg(feature = "aws")]
 use tfreg_aws::S3ArtifactStore;
 use tfreg_core::layout::{classify, Classified};
-use tfreg_core::ArtifactStore;
+use tfreg_core::{ArtifactStore, Registry};
 use tfreg_local::FsArtifactStore;
 use tokio::io::AsyncReadExt;
 
+use super::wait::Observer;
 use super::Upload;
+use crate::backend::{AwsNames, Backend};
 
 /// What is already under a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,12 +41,23 @@ pub enum Destination {
     Bucket {
         uploader: Uploader,
         store: S3ArtifactStore,
+        /// The bucket, and the table where the indexer says what it serves.
+        names: AwsNames,
     },
 }
 
 impl Destination {
+    /// The backend's data directory or bucket; files larger than `part_size` are uploaded
+    /// to a bucket in parts.
+    pub async fn open(backend: &Backend, part_size: u64) -> anyhow::Result<Destination> {
+        match backend {
+            Backend::DataDir(data) => Destination::local(data),
+            Backend::Aws(names) => Destination::bucket(names, part_size).await,
+        }
+    }
+
     /// The data directory `data`, which must exist.
-    pub fn local(data: &Path) -> anyhow::Result<Destination> {
+    fn local(data: &Path) -> anyhow::Result<Destination> {
         let root = data
             .canonicalize()
             .with_context(|| format!("cannot open the data directory {}", data.display()))?;
@@ -59,22 +68,50 @@ impl Destination {
         Ok(Destination::Local { root, store })
     }
 
-    /// The bucket, through the standard SDK environment; files larger than `part_size`
-    /// are uploaded in parts.
+    /// The bucket, through the standard SDK environment.
     #[cfg(feature = "aws")]
-    pub async fn bucket(bucket: &str, part_size: u64) -> anyhow::Result<Destination> {
+    async fn bucket(names: &AwsNames, part_size: u64) -> anyhow::Result<Destination> {
+        let bucket = names.bucket()?;
         let config = tfreg_aws::sdk_config().await;
         let client = tfreg_aws::s3_client(&config);
         Ok(Destination::Bucket {
             uploader: Uploader::new(client.clone(), bucket).with_part_size(part_size),
-            store: S3ArtifactStore::new(client, bucket, Duration::from_secs(60)),
+            store: S3ArtifactStore::new(client, bucket, std::time::Duration::from_secs(60)),
+            names: names.clone(),
         })
     }
 
     /// The bucket: not in a tfreg built without AWS support.
     #[cfg(not(feature = "aws"))]
-    pub async fn bucket(_bucket: &str, _part_size: u64) -> anyhow::Result<Destination> {
-        Err(crate::aws::not_built())
+    async fn bucket(_names: &AwsNames, _part_size: u64) -> anyhow::Result<Destination> {
+        Err(crate::backend::not_built())
+    }
+
+    /// Where the registry's index of what is published here can be watched, if anywhere:
+    /// the server on the data directory, or the bucket's table when it is named.
+    pub async fn observer(&self) -> anyhow::Result<Option<Observer>> {
+        if let Some(data) = self.data_dir() {
+            return Ok(Some(Observer::Server {
+                data: data.to_path_buf(),
+            }));
+        }
+        let Some(names) = self.aws_names().filter(|names| names.table().is_ok()) else {
+            return Ok(None);
+        };
+        let aws = names.connect_to_read().await?;
+        Ok(Some(Observer::Table {
+            registry: Registry::new(aws.metadata.clone(), aws.downloads),
+            metadata: aws.metadata,
+        }))
+    }
+
+    /// The bucket's and table's names, for the AWS shape.
+    fn aws_names(&self) -> Option<&AwsNames> {
+        match self {
+            Destination::Local { .. } => None,
+            #[cfg(feature = "aws")]
+            Destination::Bucket { names, .. } => Some(names),
+        }
     }
 
     fn store(&self) -> &dyn ArtifactStore {
@@ -188,7 +225,7 @@ impl Destination {
                     _ => "application/octet-stream",
                 };
                 let bar = progress.clone();
-                let counted = Arc::new(move |n: u64| bar.inc(n));
+                let counted = std::sync::Arc::new(move |n: u64| bar.inc(n));
                 uploader
                     .upload(&file.key, &file.path, file.size, content_type, counted)
                     .await?;

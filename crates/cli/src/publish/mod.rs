@@ -197,7 +197,7 @@ async fn publish(
 ) -> anyhow::Result<ExitCode> {
     let what = plan.subject.describe();
     let version = plan.subject.version().clone();
-    let observer = options.observer(&dest).await?;
+    let observer = dest.observer().await?;
 
     // Versions are immutable: what is there must be what is published, byte for byte.
     let mut uploads = vec![];

@@ -9,8 +9,9 @@ use axum::response::Response;
 use tfreg_core::identity::audit::{self, Event};
 use tfreg_core::identity::jwt::{self, Refusal};
 
+use super::callback::namespaces_of;
 use super::oidc::VerifyError;
-use super::{namespaces_of, oauth_error, token_endpoint_answer, Grant, LoginState, TokenRequest};
+use super::{oauth_error, token_endpoint_answer, Grant, LoginState, TokenRequest};
 
 /// RFC 8693's grant type.
 pub const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
