@@ -204,7 +204,7 @@ impl Stack {
             .collect();
         let gateway = axum::Router::new()
             .fallback(gateway)
-            .with_state(Arc::new(routes));
+            .with_state(Arc::<[Route]>::from(routes));
         let tls = tfreg_local::server::load_tls(&cert, &key).unwrap();
         runtime.spawn(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
@@ -582,7 +582,7 @@ fn route_of<'a>(
 
 /// API Gateway: the request as a payload-format-2.0 event to the routed function, and its
 /// answer as the response.
-async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Response {
+async fn gateway(State(routes): State<Arc<[Route]>>, request: Request) -> Response {
     let method = request.method().as_str().to_owned();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or("").to_owned();
@@ -629,9 +629,8 @@ async fn gateway(State(routes): State<Arc<Vec<Route>>>, request: Request) -> Res
         .and_then(|h| h.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    let body = match axum::body::to_bytes(request.into_body(), 10 * 1024 * 1024).await {
-        Ok(body) => body,
-        Err(_) => return json_response(413, r#"{"message":"Request Entity Too Large"}"#),
+    let Ok(body) = axum::body::to_bytes(request.into_body(), 10 * 1024 * 1024).await else {
+        return json_response(413, r#"{"message":"Request Entity Too Large"}"#);
     };
     let mut event = serde_json::json!({
         "version": "2.0",

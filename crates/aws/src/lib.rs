@@ -5,6 +5,8 @@
 //! The adapters need the feature `sdk` (on by default); [`settings`] is always there, as the
 //! local server parses the same settings.
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "sdk")]
 pub mod config;
 #[cfg(feature = "sdk")]

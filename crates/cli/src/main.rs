@@ -2,6 +2,8 @@
 //! the adapters, choosing where the registry lives once ([`backend::Backend`]); no registry
 //! logic lives here.
 
+#![forbid(unsafe_code)]
+
 mod backend;
 mod publish;
 mod reindex;

@@ -15,6 +15,8 @@
 //!
 //! No HTTP server and no AWS SDK here: the edges adapt, the core decides.
 
+#![forbid(unsafe_code)]
+
 pub mod documents;
 pub mod downloads;
 pub mod glob;

@@ -4,6 +4,8 @@
 //! serves exactly one family ([`family`]), and the local server serves their union
 //! ([`router`]). No storage or transport decisions are made here.
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod extract;
 pub mod logging;

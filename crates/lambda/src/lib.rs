@@ -4,6 +4,8 @@
 //! S3 event notifications. Each function package calls one `run_*` function and reaches
 //! only its own family's code: discovery connects to nothing, downloads only to S3.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod function;
 pub mod settings;

@@ -1,6 +1,8 @@
 //! The local shape: the registry's files in a data directory laid out exactly like the S3
 //! bucket, watched for changes, plus the server's own state under `DATA/.tfreg/`.
 
+#![forbid(unsafe_code)]
+
 pub mod fs_store;
 pub mod grants;
 pub mod metadata;

@@ -312,10 +312,7 @@ impl Bench {
         self.target(
             "10,000 stored tokens change nothing",
             worst_many >= 0.9,
-            format!(
-                "lowest throughput with them {:.2}× of one token's",
-                worst_many
-            ),
+            format!("lowest throughput with them {worst_many:.2}× of one token's"),
         );
         self.target(
             "request logging at info costs ≤ 5 %",
@@ -592,8 +589,7 @@ impl Bench {
         }
         let _ = write!(
             self.report,
-            "## 5. Cold starts\n\n`tfreg-coldstart {runs}`: each function binary (release, x86_64 here) from exec to its first poll of a stand-in Lambda Runtime API, the median of {runs} runs, next to a hello-world `lambda_http` binary, interleaved:\n\n```\n{}```\n\n",
-            text
+            "## 5. Cold starts\n\n`tfreg-coldstart {runs}`: each function binary (release, x86_64 here) from exec to its first poll of a stand-in Lambda Runtime API, the median of {runs} runs, next to a hello-world `lambda_http` binary, interleaved:\n\n```\n{text}```\n\n"
         );
         if zips.is_empty() {
             self.report
@@ -746,7 +742,7 @@ impl Bench {
         );
     }
 
-    fn write(&mut self, took: Duration) {
+    fn write(&self, took: Duration) {
         let mut out = String::new();
         let _ = write!(
             out,

@@ -296,9 +296,8 @@ impl Walk {
                 "{relative} is a symbolic link {why}: copy the file in, or remove the link"
             ))
         };
-        let target = match link.canonicalize() {
-            Ok(target) => target,
-            Err(_) => return Err(refused("to nothing")),
+        let Ok(target) = link.canonicalize() else {
+            return Err(refused("to nothing"));
         };
         let Ok(inside) = target.strip_prefix(&self.root) else {
             return Err(refused(&format!(

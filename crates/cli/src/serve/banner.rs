@@ -102,7 +102,7 @@ impl Banner {
             credentials = if b.public {
                 String::new()
             } else {
-                let mut hosts = vec![b.hostname.to_owned()];
+                let mut hosts = vec![b.hostname.clone()];
                 let addr = b.addr.to_string();
                 if addr != b.hostname {
                     hosts.push(addr); // the mirror is reached at the address, port included

@@ -251,10 +251,7 @@ fn a_listing_the_library_would_search_backwards_through_is_cut_off() {
     broken[at + 10..at + 12].copy_from_slice(&3u16.to_le_bytes());
     let verdict = h1_of_zip(Cursor::new(broken), &limits());
     assert!(
-        matches!(
-            verdict,
-            Err(HashError::ListingTooLarge) | Err(HashError::Zip(_))
-        ),
+        matches!(verdict, Err(HashError::ListingTooLarge | HashError::Zip(_))),
         "{verdict:?}"
     );
 }

@@ -171,7 +171,7 @@ impl Indexer {
             while let Some((key, outcome)) = indexed.next().await {
                 match outcome {
                     Ok(IndexOutcome::Published(_)) => report.published += 1,
-                    Ok(IndexOutcome::Unpublished(_)) | Ok(IndexOutcome::Ignored) => {}
+                    Ok(IndexOutcome::Unpublished(_) | IndexOutcome::Ignored) => {}
                     Ok(IndexOutcome::Rejected { .. }) => report.rejected += 1,
                     Err(e) => {
                         tracing::error!(key, error = %e, "could not index");

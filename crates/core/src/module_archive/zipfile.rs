@@ -49,7 +49,7 @@ pub(super) fn check(
         let kind = match mode {
             _ if is_dir => Kind::Folder,
             Some(FOLDER) => Kind::Folder,
-            None | Some(0) | Some(REGULAR) => Kind::File { size },
+            None | Some(0 | REGULAR) => Kind::File { size },
             Some(SYMLINK) => {
                 // A zip stores a link's target as its content.
                 let mut target = Vec::new();

@@ -91,7 +91,7 @@ impl Source<'_> {
                     // The legacy form: `aws = ">= 5.0"`.
                     Expression::String(version) => dependency.version = version.value().clone(),
                     Expression::Object(object) => {
-                        for (key, value) in object.iter() {
+                        for (key, value) in object {
                             let key = match key {
                                 ObjectKey::Ident(ident) => ident.as_str().to_owned(),
                                 ObjectKey::Expression(Expression::String(s)) => s.value().clone(),
