@@ -153,22 +153,10 @@ fn count(symbols: &str, module: &str) -> usize {
 
 #[test]
 fn each_function_binary_holds_only_its_familys_code() {
-    // What each family's code is, by the Rust paths it lives under.
-    let code = |function: Function| match function {
-        Function::Discovery => "tfreg_http::routes::discovery::",
-        Function::Modules => "tfreg_http::routes::modules::",
-        Function::Providers => "tfreg_http::routes::providers::",
-        Function::Mirror => "tfreg_http::routes::mirror::",
-        Function::Downloads => "tfreg_http::routes::artifacts::",
-        Function::Indexer => "tfreg_core::index::",
-        // The pages (login shares the sessions and the page layout with them).
-        Function::Web => "tfreg_http::web::pages::",
-        Function::Login => "tfreg_http::login::",
-    };
     for function in Function::ALL {
         let symbols = symbols(function.name());
         for other in Function::ALL {
-            let module = code(other);
+            let module = other.spec().code;
             let count = count(&symbols, module);
             if other == function {
                 assert!(count > 0, "{function:?} lacks its own code ({module})");

@@ -38,6 +38,9 @@ pub struct Spec {
     pub routes: &'static [&'static str],
     /// The route family it serves (the access log's `route`), if it serves HTTP.
     pub family: Option<tfreg_http::Family>,
+    /// The Rust path its family's own code lives under: the one function whose binary holds
+    /// it (e2e `lambda::each_function_binary_holds_only_its_familys_code`).
+    pub code: &'static str,
     /// The environment variables its settings type reads.
     pub environment: fn() -> Vec<String>,
     /// Reads its settings as its cold start does: the error a bad environment stops it with.
@@ -49,11 +52,13 @@ fn reads<S: FunctionSettings>(
     name: &'static str,
     routes: &'static [&'static str],
     family: Option<tfreg_http::Family>,
+    code: &'static str,
 ) -> Spec {
     Spec {
         name,
         routes,
         family,
+        code,
         environment: S::environment,
         check: |get| S::from_lookup(get).map(drop),
     }
@@ -79,26 +84,35 @@ impl Function {
                 "discovery",
                 &["ANY:/.well-known/terraform.json"],
                 Some(Family::Discovery),
+                "tfreg_http::routes::discovery::",
             ),
             Function::Modules => reads::<ApiSettings>(
                 "modules",
                 &["ANY:/v1/modules", "ANY:/v1/modules/{proxy+}"],
                 Some(Family::Modules),
+                "tfreg_http::routes::modules::",
             ),
             Function::Providers => reads::<ApiSettings>(
                 "providers",
                 &["ANY:/v1/providers/{proxy+}"],
                 Some(Family::Providers),
+                "tfreg_http::routes::providers::",
             ),
-            Function::Mirror => {
-                reads::<ApiSettings>("mirror", &["ANY:/v1/mirror/{proxy+}"], Some(Family::Mirror))
-            }
+            Function::Mirror => reads::<ApiSettings>(
+                "mirror",
+                &["ANY:/v1/mirror/{proxy+}"],
+                Some(Family::Mirror),
+                "tfreg_http::routes::mirror::",
+            ),
             Function::Downloads => reads::<DownloadsSettings>(
                 "downloads",
                 &["ANY:/v1/artifacts/{proxy+}"],
                 Some(Family::Downloads),
+                "tfreg_http::routes::artifacts::",
             ),
-            Function::Indexer => reads::<IndexerSettings>("indexer", &[], None),
+            Function::Indexer => {
+                reads::<IndexerSettings>("indexer", &[], None, "tfreg_core::index::")
+            }
             Function::Web => reads::<WebFunctionSettings>(
                 "web",
                 &[
@@ -111,10 +125,15 @@ impl Function {
                     "GET:/providers/{proxy+}",
                 ],
                 Some(Family::Web),
+                // The pages (login shares the sessions and the page layout with them).
+                "tfreg_http::web::pages::",
             ),
-            Function::Login => {
-                reads::<LoginSettings>("login", &["ANY:/oauth/{proxy+}"], Some(Family::Login))
-            }
+            Function::Login => reads::<LoginSettings>(
+                "login",
+                &["ANY:/oauth/{proxy+}"],
+                Some(Family::Login),
+                "tfreg_http::login::",
+            ),
         }
     }
 
