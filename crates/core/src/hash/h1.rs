@@ -70,6 +70,15 @@ pub fn overlapping_entries(zip: &[u8], copies: u16) -> Vec<u8> {
 
 /// A zip library error as a verdict on the file, unless the store itself failed to read.
 fn zip_error(e: zip::result::ZipError) -> HashError {
+    match read_failure(e) {
+        Ok(e) => HashError::Io(e),
+        Err(verdict) => HashError::Zip(verdict.to_string()),
+    }
+}
+
+/// Splits a zip library error into the store failing to read (`Ok`) and a verdict on the
+/// file (`Err`): a file cut short or not what it says is the file's fault, not the store's.
+pub(crate) fn read_failure(e: zip::result::ZipError) -> Result<io::Error, zip::result::ZipError> {
     match e {
         zip::result::ZipError::Io(e)
             if !matches!(
@@ -77,9 +86,9 @@ fn zip_error(e: zip::result::ZipError) -> HashError {
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData
             ) =>
         {
-            HashError::Io(e)
+            Ok(e)
         }
-        other => HashError::Zip(other.to_string()),
+        other => Err(other),
     }
 }
 

@@ -24,6 +24,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 pub use h1::overlapping_entries;
+pub(crate) use h1::read_failure as zip_read_failure;
 use h1::{h1_checked, h1_within};
 use reading::Deadline;
 pub(crate) use reading::PositionalReader;

@@ -148,16 +148,9 @@ fn verdict(
 
 /// A zip library error: a verdict on the file, unless reading it failed.
 fn zip_error(e: zip::result::ZipError) -> ModuleArchiveError {
-    match e {
-        zip::result::ZipError::Io(e)
-            if !matches!(
-                e.kind(),
-                io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData
-            ) =>
-        {
-            ModuleArchiveError::Io(e)
-        }
-        other => ModuleArchiveError::NotAsNamed {
+    match hash::zip_read_failure(e) {
+        Ok(e) => ModuleArchiveError::Io(e),
+        Err(other) => ModuleArchiveError::NotAsNamed {
             kind: KIND,
             suffix: ".zip",
             detail: other.to_string(),
