@@ -32,7 +32,9 @@ pub enum Downloads {
     /// The registry serves the files itself, at `/v1/artifacts/<key>` under URLs signed by
     /// `signer`, reading them from `files` at the revision the URL names (the local shape).
     Served {
+        /// Signs the download URLs and checks them when they come back.
         signer: Arc<UrlSigner>,
+        /// Where the served files are read from.
         files: Arc<dyn ArtifactStore>,
     },
     /// The store's own presigned URLs: the client fetches from the store directly.
@@ -41,7 +43,9 @@ pub enum Downloads {
     /// presigned for that method: for Terraform releases that fail on the 403 a
     /// GET-presigned URL gives to HEAD.
     Redirected {
+        /// Signs the registry's URLs and checks them when they come back.
         signer: Arc<UrlSigner>,
+        /// Presigns the URL each request is redirected to.
         presigner: Arc<dyn Presigner>,
     },
 }

@@ -18,6 +18,7 @@ impl Origin {
         ok.then(|| Self(format!("https://{}", authority.to_ascii_lowercase())))
     }
 
+    /// The whole origin, `https://host[:port]`, without a trailing slash.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -74,6 +74,7 @@ pub struct PackageHashes {
 }
 
 impl PackageHashes {
+    /// The `zh:` hash as lock files write it: `zh:<sha256 hex>`.
     pub fn zh(&self) -> String {
         format!("zh:{}", self.sha256)
     }
@@ -83,28 +84,68 @@ impl PackageHashes {
 /// publisher, except [`HashError::Io`], which may be a passing failure of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum HashError {
+    /// The package could not be read (or is not a regular file).
     #[error("cannot read the package: {0}")]
     Io(#[from] io::Error),
+    /// The file is not a zip, or an entry cannot be inflated: what went wrong.
     #[error("not a valid zip archive: {0}")]
     Zip(String),
+    /// An entry's name (given) is absolute, climbs out with `..`, or holds a backslash,
+    /// newline or NUL.
     #[error("the zip holds an unsafe file name {0:?}")]
     UnsafeName(String),
+    /// The zip file is larger than [`PackageLimits::max_package_bytes`].
     #[error("the package is {size} bytes, more than the {max} a package may have")]
-    TooLarge { size: u64, max: u64 },
+    TooLarge {
+        /// The file's size in bytes.
+        size: u64,
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// The zip lists more than [`PackageLimits::max_entries`] entries.
     #[error("the zip holds {count} entries, more than the {max} a package may have")]
-    TooManyEntries { count: usize, max: usize },
+    TooManyEntries {
+        /// The entries it lists (or declares in its end records).
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The entries' declared sizes add up to more than [`PackageLimits::max_inflated_bytes`].
     #[error("the zip inflates to more than {max} bytes, the most a package may hold")]
-    InflatesTooMuch { max: u64 },
+    InflatesTooMuch {
+        /// The limit, in bytes.
+        max: u64,
+    },
+    /// An entry inflates to over 1 MiB and to more than [`PackageLimits::max_ratio`] times
+    /// its compressed size.
     #[error("the zip entry {name:?} inflates {ratio} times its compressed size (at most {max} allowed): a compression bomb")]
-    Ratio { name: String, ratio: u64, max: u64 },
+    Ratio {
+        /// The entry's name in the zip.
+        name: String,
+        /// Its inflated size over its compressed size, rounded down.
+        ratio: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Two entries' data overlap, or an entry's runs into the central directory.
     #[error("the zip's entries overlap each other (the shape of a compression bomb)")]
     Overlap,
+    /// An entry inflates to more bytes than its listing declared.
     #[error("the zip entry {name:?} inflates to more than the {declared} bytes it declares")]
-    SizeMismatch { name: String, declared: u64 },
+    SizeMismatch {
+        /// The name it unpacks to.
+        name: String,
+        /// The size it declared, in bytes.
+        declared: u64,
+    },
+    /// Reading the zip's listing took more than its budget, or the file ends with too many
+    /// end records.
     #[error("the zip's listing is larger than a package's may be (crafted end records, or far more entries than allowed)")]
     ListingTooLarge,
+    /// Hashing took longer than [`PackageLimits::max_duration`] (given).
     #[error("hashing the package took longer than {0:?}, the most one package may take (if the host was busy, publish the file again or reindex to retry)")]
     TimedOut(Duration),
+    /// No file at the zip's top level is the provider executable Terraform looks for.
     #[error("{}", no_executable(.prefix, .in_folder.as_deref()))]
     NoExecutable {
         /// `terraform-provider-<type>`

@@ -22,6 +22,7 @@ pub struct MemoryMetadataStore {
 }
 
 impl MemoryMetadataStore {
+    /// An empty index, at generation 0.
     pub fn new() -> Self {
         Self::default()
     }

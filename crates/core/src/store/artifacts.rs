@@ -13,6 +13,7 @@ use super::error::StoreError;
 /// What a store knows of an object without reading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectMeta {
+    /// The object's length in bytes.
     pub size: u64,
     /// Changes whenever the object's content may have changed: an S3 version id or ETag, or a
     /// file's modification time and size.
@@ -21,7 +22,9 @@ pub struct ObjectMeta {
 
 /// An object opened for reading.
 pub struct ObjectBody {
+    /// The state of the object as opened: what `reader` yields the bytes of.
     pub meta: ObjectMeta,
+    /// The object's bytes.
     pub reader: Pin<Box<dyn AsyncRead + Send>>,
     /// The object's own local file, when the store keeps it in one: checks that seek read
     /// it in place instead of spooling a copy.

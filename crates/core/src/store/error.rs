@@ -13,6 +13,7 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    /// A failure described by `context` alone.
     pub fn new(context: impl Into<String>) -> Self {
         Self {
             context: context.into(),
@@ -20,6 +21,8 @@ impl StoreError {
         }
     }
 
+    /// A failure described by `context`, caused by `source` (shown after it by
+    /// [`ErrorChain`]).
     pub fn with_source(
         context: impl Into<String>,
         source: impl Into<Box<dyn StdError + Send + Sync>>,

@@ -9,7 +9,10 @@ use super::records::Record;
 /// Where a record lives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RecordId {
+    /// The partition: what one query reads together (the DynamoDB partition key).
     pub partition: String,
+    /// Unique within the partition, and at most 1000 bytes long; queries return records in
+    /// its order.
     pub sort: String,
 }
 
@@ -17,25 +20,34 @@ pub struct RecordId {
 pub mod partition {
     use crate::names::{Hostname, ModuleAddress, Namespace, ProviderAddress};
 
+    /// Every published file's problem, by object key.
     pub const PROBLEMS: &str = "problems";
+    /// Every pin, by slot.
     pub const PINS: &str = "pins";
     /// Every module, one summary each, by address.
     pub const MODULES: &str = "modules";
     /// Every provider that has any file under `providers/`, by address.
     pub const PROVIDERS: &str = "providers";
 
+    /// A module's archive records, by `<version>/<key>`.
     pub fn module(address: &ModuleAddress) -> String {
         format!("module/{address}")
     }
+    /// A provider's packages under `providers/` and its releases' SHA256SUMS, signature and
+    /// manifest records, by `<kind>/<version>/<key>`.
     pub fn provider(provider: &ProviderAddress) -> String {
         format!("provider/{provider}")
     }
+    /// The packages uploaded to the mirror for `hostname/provider`.
     pub fn mirror(hostname: &Hostname, provider: &ProviderAddress) -> String {
         format!("mirror/{hostname}/{provider}")
     }
+    /// A namespace's signing keys, by object key.
     pub fn keys(namespace: &Namespace) -> String {
         format!("keys/{namespace}")
     }
+    /// A namespace's providers ([`crate::store::Record::NamespaceProvider`]), by type: the
+    /// releases a change of its keys re-verifies.
     pub fn namespace(namespace: &Namespace) -> String {
         format!("namespace/{namespace}")
     }
@@ -69,10 +81,13 @@ impl RecordId {
         Self { partition, sort }
     }
 
+    /// A module archive's record: in the module's partition, by version, then key.
     pub fn module_archive(address: &ModuleAddress, version: &Version, key: &str) -> Self {
         Self::new(partition::module(address), format!("{version}/{key}"))
     }
 
+    /// A provider package's record: in the mirror's partition for `mirror_hostname`, else
+    /// in the provider's.
     pub fn package(
         mirror_hostname: Option<&Hostname>,
         provider: &ProviderAddress,
@@ -94,22 +109,27 @@ impl RecordId {
         )
     }
 
+    /// A release's SHA256SUMS record, `key` being the SHA256SUMS object.
     pub fn sums(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
         Self::release_file("sums", provider, version, key)
     }
 
+    /// The verdict on a release's signature, `key` being the `.sig` object.
     pub fn signature(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
         Self::release_file("signature", provider, version, key)
     }
 
+    /// A release's `_manifest.json` record, `key` being that object.
     pub fn manifest(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
         Self::release_file("manifest", provider, version, key)
     }
 
+    /// A namespace's signing key record, `key` being the `.asc` object.
     pub fn signing_key(namespace: &Namespace, key: &str) -> Self {
         Self::new(partition::keys(namespace), key.to_owned())
     }
 
+    /// The problem of the published file at `key`.
     pub fn problem(key: &str) -> Self {
         Self::new(partition::PROBLEMS.to_owned(), key.to_owned())
     }
@@ -166,6 +186,7 @@ impl RecordId {
 }
 
 impl Record {
+    /// Where this record lives: a new record with the same id replaces it.
     pub fn id(&self) -> RecordId {
         match self {
             Record::ModuleArchive(a) => RecordId::module_archive(&a.address, &a.version, &a.key),

@@ -13,7 +13,9 @@ use super::records::Record;
 /// since it read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document {
+    /// The answer, as JSON.
     pub body: Vec<u8>,
+    /// Changes with every write: what [`Expected::Revision`] is compared with.
     pub revision: String,
 }
 

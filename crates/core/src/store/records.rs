@@ -17,11 +17,16 @@ use super::partition;
 /// One published module archive, as the indexer records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleArchive {
+    /// The module it is a version of.
     pub address: ModuleAddress,
+    /// The version it publishes, from its key.
     pub version: Version,
     /// The object key as published (its case preserved).
     pub key: String,
+    /// Its packaging, from the key's suffix; picks the archive served when one version is
+    /// published in several formats.
     pub format: ArchiveFormat,
+    /// The archive's length in bytes, as indexed.
     pub size: u64,
     /// The object revision that was indexed.
     #[serde(default)]
@@ -56,13 +61,19 @@ pub struct PackageRecord {
     /// `Some` for packages under `mirror/<hostname>/`.
     #[serde(default)]
     pub mirror_hostname: Option<Hostname>,
+    /// The provider it is a package of.
     pub provider: ProviderAddress,
+    /// The release it belongs to.
     pub version: Version,
+    /// The OS and architecture it runs on.
     pub platform: Platform,
+    /// The zip's object key.
     pub key: String,
     /// The object revision that was hashed.
     pub revision: String,
+    /// The zip's length in bytes.
     pub size: u64,
+    /// Its `zh:` and (once worth unpacking) `h1:` hashes.
     pub hashes: PackageHashes,
 }
 
@@ -81,9 +92,13 @@ pub fn file_name(key: &str) -> &str {
 /// A release's SHA256SUMS, parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SumsRecord {
+    /// The provider the release is of.
     pub provider: ProviderAddress,
+    /// The release's version.
     pub version: Version,
+    /// The SHA256SUMS object's key.
     pub key: String,
+    /// The SHA256SUMS revision that was parsed.
     pub revision: String,
     /// File name to SHA-256 (lowercase hex).
     pub entries: BTreeMap<String, String>,
@@ -92,14 +107,19 @@ pub struct SumsRecord {
 /// The verdict on a release's SHA256SUMS signature, for one revision of each file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignatureRecord {
+    /// The provider the release is of.
     pub provider: ProviderAddress,
+    /// The release's version.
     pub version: Version,
     /// The `.sig` object.
     pub key: String,
+    /// The `.sig` revision the verdict holds for.
     pub revision: String,
+    /// The SHA256SUMS object signed: the `.sig` key without its suffix.
     pub sums_key: String,
     /// The SHA256SUMS revision the verdict holds for (`None`: there was none).
     pub sums_revision: Option<String>,
+    /// The namespace key that signed it, or why no key did (the `.sig` file's problem).
     pub verdict: Result<SignedBy, String>,
 }
 
@@ -108,10 +128,13 @@ pub struct SignatureRecord {
 /// re-verifies every release of its namespace, which rewrites these verdicts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignedBy {
+    /// The signing key's primary key ID, uppercase hex (as in `key_info`).
     pub key_id: String,
     /// The key's object (`keys/<namespace>/<name>.asc`) and the revision that verified.
     pub key: String,
+    /// The revision of `key` that verified the signature.
     pub key_revision: String,
+    /// The key as handed to Terraform with the release (`signing_keys`).
     pub key_info: PublicKeyInfo,
     /// When the signature itself expires (Unix seconds), if it does: Terraform refuses it
     /// from then on, so the release is served only until then.
@@ -122,18 +145,27 @@ pub struct SignedBy {
 /// A release's `_manifest.json`: the plugin protocol versions it speaks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestRecord {
+    /// The provider the release is of.
     pub provider: ProviderAddress,
+    /// The release's version.
     pub version: Version,
+    /// The `_manifest.json` object's key.
     pub key: String,
+    /// The protocol versions it lists (`5.0`, `6.0`), or why it could not be read (the
+    /// file's problem).
     pub protocols: Result<Vec<String>, String>,
 }
 
 /// A public key trusted to sign a namespace's releases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyRecord {
+    /// The namespace whose releases it may sign (its folder under `keys/`).
     pub namespace: Namespace,
+    /// The key's object (`keys/<namespace>/<name>.asc`).
     pub key: String,
+    /// The object revision that was parsed.
     pub revision: String,
+    /// The key as parsed, or why it cannot be used (unreadable, revoked, expired).
     pub verdict: Result<PublicKeyInfo, String>,
 }
 
@@ -143,13 +175,17 @@ pub struct KeyRecord {
 /// listing or of a search is one query.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleSummary {
+    /// The module listed.
     pub address: ModuleAddress,
+    /// Its latest version.
     pub version: Version,
     /// When that version was first published (Unix seconds; 0 when unknown).
     #[serde(default)]
     pub published_at: u64,
+    /// The repository the latest version's publisher named, if any.
     #[serde(default)]
     pub source: Option<String>,
+    /// The latest version's line about the module, if any.
     #[serde(default)]
     pub description: Option<String>,
 }
@@ -157,7 +193,9 @@ pub struct ModuleSummary {
 /// A published file that cannot be served, and why: what `tfreg status` shows publishers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemRecord {
+    /// The object key of the file.
     pub key: String,
+    /// Why it cannot be served, worded for its publisher.
     pub problem: String,
 }
 
@@ -172,10 +210,14 @@ pub struct PinRecord {
     pub slot: String,
     /// The key it was published under.
     pub key: String,
+    /// SHA-256 of the bytes pinned (lowercase hex): any other bytes for the slot are refused.
     pub sha256: String,
+    /// Their length in bytes.
     pub size: u64,
     /// The revision served: the store keeps its bytes when it can (`kept`).
     pub revision: String,
+    /// Whether [`super::ArtifactStore::keep`] kept those bytes: if not, an upload over them
+    /// loses them and the version is no longer offered.
     pub kept: bool,
     /// When it was first served (Unix seconds).
     pub published_at: u64,
@@ -185,17 +227,25 @@ pub struct PinRecord {
 /// one query) under a sort key unique within it: the shape of a single DynamoDB table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
+    /// A module version's archive.
     ModuleArchive(ModuleArchive),
+    /// A provider package, from `providers/` or `mirror/`.
     Package(PackageRecord),
+    /// A release's parsed SHA256SUMS.
     Sums(SumsRecord),
+    /// The verdict on a release's SHA256SUMS signature.
     Signature(SignatureRecord),
+    /// A release's `_manifest.json`.
     Manifest(ManifestRecord),
+    /// A namespace's signing key.
     Key(KeyRecord),
+    /// Why a published file cannot be served.
     Problem(ProblemRecord),
     /// Lists a provider under its namespace, so a key change can find what to re-verify.
     NamespaceProvider(ProviderAddress),
     /// Lists a provider among all providers ([`partition::PROVIDERS`]), for the catalogue.
     ListedProvider(ProviderAddress),
+    /// The bytes a version's file is served with for good.
     Pin(PinRecord),
     /// Lists a module among all modules ([`partition::MODULES`]).
     ListedModule(ModuleSummary),
