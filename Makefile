@@ -95,7 +95,7 @@ stack: venv
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO_TARGET_DIR)/debug/tfreg-stack $(ARGS)
 
-## Benchmarks, written to BENCHMARKS.md (tests/src/bin/tfreg-bench.rs): the API against nginx,
+## Benchmarks, written to BENCHMARKS.md (tests/src/bin/tfreg-bench/): the API against nginx,
 ## pages, scale, restarts, hashing, cold starts; then token checks per second. Installs wrk and
 ## nginx from Debian when it can. ARGS=--quick for short runs.
 bench: bench-tools venv

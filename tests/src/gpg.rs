@@ -1,6 +1,5 @@
 //! Release keys, signatures and provider releases, made with GnuPG as publishers make them.
 
-#[allow(unused_imports)]
 use super::*;
 
 /// A throwaway GnuPG home for making release keys and signatures, as publishers do.

@@ -1,6 +1,5 @@
 //! moto's server, the S3 and DynamoDB emulator of the AWS tests.
 
-#[allow(unused_imports)]
 use super::*;
 
 /// moto's server, emulating S3 and DynamoDB on a free port; stopped when dropped.

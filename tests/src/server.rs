@@ -1,6 +1,5 @@
 //! A running `tfreg serve` over a temporary data directory, and what tests ask of it.
 
-#[allow(unused_imports)]
 use super::*;
 
 /// A running `tfreg serve`, stopped when dropped.

@@ -1,7 +1,6 @@
 //! The real `terraform` CLI in a working directory of its own, and the CLI configurations
 //! the tests give it.
 
-#[allow(unused_imports)]
 use super::*;
 
 /// A working directory for the real `terraform` CLI with its own CLI configuration.
