@@ -57,11 +57,18 @@ pub enum IndexOutcome {
     /// The key is gone and is forgotten.
     Unpublished(Artifact),
     /// The key can never be served; the reason is logged and kept for `tfreg status`.
-    Rejected { key: String, reason: String },
+    Rejected {
+        /// The object key.
+        key: String,
+        /// Why, in words (what its problem record says).
+        reason: String,
+    },
     /// The key is not part of the publishing layout.
     Ignored,
 }
 
+/// Makes the metadata store agree with the artifact store, one key at a time (or all
+/// of them, [`Indexer::reindex_all`]).
 pub struct Indexer {
     metadata: Arc<dyn MetadataStore>,
     /// The store as the registry sees it: pinned keys read as their pinned bytes.
@@ -101,6 +108,8 @@ impl Small {
 }
 
 impl Indexer {
+    /// An indexer over `metadata` and `artifacts` that pins what it publishes, with the
+    /// default limits and no hostname of its own.
     pub fn new(metadata: Arc<dyn MetadataStore>, artifacts: Arc<dyn ArtifactStore>) -> Self {
         let pinned = pins::PinnedArtifacts::new(Arc::clone(&metadata), Arc::clone(&artifacts));
         Self {
