@@ -15,7 +15,9 @@ use axum::routing::{get, post};
 /// What a function answered an invocation with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
+    /// The response body it posted.
     Response(String),
+    /// The error body it posted (to the invocation's `error` endpoint).
     Error(String),
 }
 

@@ -253,6 +253,8 @@ pub struct DynamoMetadataStore {
 }
 
 impl DynamoMetadataStore {
+    /// The store on `table`: eventually consistent queries, and no bucket for documents too
+    /// large for an item ([`Self::with_bucket`] gives one).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             table: Table {
@@ -447,6 +449,7 @@ pub struct DynamoTokenStore {
 }
 
 impl DynamoTokenStore {
+    /// The token store on `table`, the registry's one table.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             table: Table {

@@ -14,6 +14,7 @@ use tfreg_core::{ArtifactStore, StoreError};
 /// Revisions are `v:<version id>` in versioned buckets, else `e:<etag>`.
 const VERSION_PREFIX: &str = "v:";
 
+/// The registry's bucket: the published files, and download URLs presigned for them.
 #[derive(Clone, Debug)]
 pub struct S3ArtifactStore {
     client: Client,
@@ -22,6 +23,7 @@ pub struct S3ArtifactStore {
 }
 
 impl S3ArtifactStore {
+    /// The store on `bucket`, whose presigned download URLs last `url_ttl`.
     pub fn new(client: Client, bucket: impl Into<String>, url_ttl: Duration) -> Self {
         Self {
             client,
@@ -30,6 +32,7 @@ impl S3ArtifactStore {
         }
     }
 
+    /// The bucket's name.
     pub fn bucket(&self) -> &str {
         &self.bucket
     }

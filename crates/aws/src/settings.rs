@@ -157,6 +157,7 @@ impl Default for CacheSetting {
 }
 
 impl CacheSetting {
+    /// The settings as the token cache takes them.
     pub fn get(&self) -> tfreg_core::token_cache::CacheSettings {
         tfreg_core::token_cache::CacheSettings {
             ttl: self.cache_ttl,
@@ -227,6 +228,7 @@ pub struct HostnameSetting {
 }
 
 impl HostnameSetting {
+    /// The hostname, unless none or an empty value was given.
     pub fn get(&self) -> Option<Hostname> {
         self.hostname.clone().and_then(|h| h.0)
     }
@@ -384,7 +386,9 @@ impl IdentitySettings {
 /// A checked identity document, and its text (two are equal when their texts are).
 #[derive(Clone)]
 pub struct IdentityDocument {
+    /// The document as given (inline, or read from its file): what equality compares.
     pub text: String,
+    /// The document, parsed and checked.
     pub config: Arc<IdentityConfig>,
 }
 

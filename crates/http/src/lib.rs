@@ -71,6 +71,7 @@ impl Family {
         Some(family)
     }
 
+    /// The family's name: its Lambda function's, and the access log's `route`.
     pub fn name(self) -> &'static str {
         match self {
             Family::Discovery => "discovery",
@@ -87,6 +88,7 @@ impl Family {
 /// What the families that read the registry (modules, providers, mirror) need.
 #[derive(Clone)]
 pub struct ApiState {
+    /// The registry the families answer from.
     pub registry: Registry,
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
@@ -95,15 +97,18 @@ pub struct ApiState {
 /// Everything, for a server that answers every family (the local shape).
 #[derive(Clone)]
 pub struct AppState {
+    /// The registry the families answer from.
     pub registry: Registry,
     /// How files reach clients: the same choice the registry was built with, which the
     /// downloads family serves when the URLs point back at this server.
     pub downloads: Downloads,
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
+    /// The discovery document (with `login.v1` once people can sign in).
     pub discovery: Discovery,
     /// Signs the web pages' sessions; `None`: no signing in (pages need a header).
     pub sessions: Option<web::SessionKey>,
+    /// The web pages' settings.
     pub web: web::WebOptions,
     /// Signing in with an identity provider, and CI token exchange; `None`: not configured.
     pub login: Option<login::LoginState>,

@@ -4,7 +4,7 @@
 //! headers hold the caller's bearer token. So the writer, which sees every formatted line
 //! whoever logged it, removes bearer tokens, tfreg tokens, and the signatures and session
 //! tokens of download URLs before anything is written. It also escapes what no line may
-//! carry raw ([`escape`]): control and disguising characters, from file names or ID-token
+//! carry raw (`escape`): control and disguising characters, from file names or ID-token
 //! claims, whatever logged them and in both formats.
 
 mod escape;

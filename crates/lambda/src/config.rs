@@ -10,7 +10,9 @@ use clap::Parser;
 #[derive(Debug, thiserror::Error)]
 #[error("configuration: {variable}: {problem}")]
 pub struct ConfigError {
+    /// The environment variable at fault (`configuration` when none can be named).
     pub variable: String,
+    /// What is wrong with it, in words (never a secret's value).
     pub problem: String,
 }
 

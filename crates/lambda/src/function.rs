@@ -14,9 +14,13 @@ use crate::settings::{
 /// The functions of the stack (template.yaml), by what they serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Function {
+    /// The service discovery document.
     Discovery,
+    /// The module registry protocol (`/v1/modules`).
     Modules,
+    /// The provider registry protocol (`/v1/providers`).
     Providers,
+    /// The provider network mirror protocol (`/v1/mirror`).
     Mirror,
     /// The registry's own signed download URLs (redirect mode only).
     Downloads,
@@ -65,6 +69,7 @@ fn reads<S: FunctionSettings>(
 }
 
 impl Function {
+    /// Every function of the stack, each once.
     pub const ALL: [Function; 8] = [
         Function::Discovery,
         Function::Modules,

@@ -27,14 +27,18 @@ use settings::{
     WebFunctionSettings,
 };
 
+/// What a function stops with: the Lambda runtime's boxed error.
 pub type Error = lambda_runtime::Error;
 
 /// The adapters a function needs.
 pub struct Stores {
+    /// The table's records and documents (large documents in the bucket).
     pub metadata: Arc<dyn MetadataStore>,
+    /// The bucket's published files.
     pub artifacts: Arc<dyn ArtifactStore>,
     /// How the bucket's files reach clients: presigned URLs, or redirect mode's own URLs.
     pub downloads: tfreg_core::Downloads,
+    /// The table's tokens, kept in memory as the function's cache settings say.
     pub tokens: Arc<dyn TokenStore>,
 }
 

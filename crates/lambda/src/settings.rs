@@ -95,12 +95,15 @@ impl StoreFlags {
 /// public, and download URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiSettings {
+    /// `TFREG_TABLE`: the DynamoDB table of records, documents and tokens.
     pub table: String,
+    /// `TFREG_BUCKET`: the S3 bucket of the published files.
     pub bucket: String,
     /// `TFREG_PUBLIC`: answer without tokens.
     pub public: bool,
     /// `TFREG_HOSTNAME`: the registry's own hostname, when it has a custom domain.
     pub hostname: Option<Hostname>,
+    /// `TFREG_DOWNLOADS`, `TFREG_URL_TTL`, `TFREG_URL_SECRET`: how download URLs are made.
     pub downloads: Downloads,
     /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens are kept in memory.
     pub cache: CacheSettings,
@@ -140,7 +143,9 @@ impl FunctionSettings for ApiSettings {
 /// The downloads function (redirect mode only): the bucket, and the URLs it follows.
 #[derive(Clone)]
 pub struct DownloadsSettings {
+    /// `TFREG_BUCKET`: where the URLs it redirects to point.
     pub bucket: String,
+    /// `TFREG_URL_TTL`: how long the presigned URLs it redirects to last.
     pub url_ttl: Duration,
     /// `TFREG_URL_SECRET`: what the URLs it follows are signed with.
     pub signer: Arc<UrlSigner>,
@@ -188,8 +193,11 @@ impl FunctionSettings for DownloadsSettings {
 /// The indexer: the table and bucket, and the hostname its documents name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexerSettings {
+    /// `TFREG_TABLE`: where the records and documents are kept.
     pub table: String,
+    /// `TFREG_BUCKET`: the S3 bucket whose events it indexes.
     pub bucket: String,
+    /// `TFREG_HOSTNAME`: the registry's own hostname; uploads under `mirror/<it>/` are refused.
     pub hostname: Option<Hostname>,
 }
 
@@ -218,14 +226,19 @@ impl FunctionSettings for IndexerSettings {
 /// The web pages' function: the registry's settings, and the pages' own.
 #[derive(Clone, PartialEq, Eq)]
 pub struct WebFunctionSettings {
+    /// `TFREG_TABLE`: the DynamoDB table of records, documents and tokens.
     pub table: String,
+    /// `TFREG_BUCKET`: the S3 bucket of the published files.
     pub bucket: String,
+    /// `TFREG_PUBLIC`: answer without tokens.
     pub public: bool,
+    /// `TFREG_HOSTNAME`: the registry's own hostname, when it has a custom domain.
     pub hostname: Option<Hostname>,
     /// `TFREG_WEB_REMOTE_IMAGES`, `TFREG_SESSION_LIFETIME`
     pub web: WebOptions,
     /// `TFREG_SESSION_SECRET`: signs the pages' sessions (required unless public).
     pub session_secret: Option<Vec<u8>>,
+    /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens are kept in memory.
     pub cache: CacheSettings,
     /// What the sign-in button calls the identity provider (`TFREG_IDENTITY`).
     pub sign_in_with: Option<String>,
@@ -300,7 +313,10 @@ fn web_options(web: &WebSettings) -> WebOptions {
 /// provider and CI rules it trusts.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LoginSettings {
+    /// `TFREG_TABLE`: where tokens and one-time records are kept.
     pub table: String,
+    /// `TFREG_HOSTNAME`: the origin every URL given to the identity provider is made from;
+    /// `None`: the request's `Host`.
     pub hostname: Option<Hostname>,
     /// `TFREG_SESSION_LIFETIME` (`remote_images` is the pages' alone).
     pub session_lifetime: Duration,

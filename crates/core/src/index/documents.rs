@@ -48,8 +48,12 @@ const ATTEMPTS: u32 = 12;
 /// What a document is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Subject {
+    /// A module: the documents of its versions.
     Module(ModuleAddress),
+    /// A provider published under `providers/`: its versions and release documents.
     Provider(ProviderAddress),
+    /// A provider mirrored under `mirror/<hostname>/` (the hostname of its origin registry):
+    /// the mirror's documents of its versions.
     Mirror(Hostname, ProviderAddress),
 }
 
@@ -116,6 +120,7 @@ impl Subject {
 /// Which versions of a subject to make again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
+    /// These versions only.
     Versions(BTreeSet<Version>),
     /// Every version, from a read of the whole partition (and versions the document lists
     /// that have no records any more are dropped).
@@ -123,6 +128,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// Just `version`.
     pub fn one(version: Version) -> Self {
         Scope::Versions(BTreeSet::from([version]))
     }

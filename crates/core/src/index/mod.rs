@@ -7,22 +7,22 @@
 //! any order, converges on the same index. No record ever has to be updated because another
 //! file changed, except signature verdicts, which depend on keys, and the unpacked hash of a
 //! package, computed once a signed SHA256SUMS vouches for it. What requests read is derived
-//! from the records afterwards, per subject and version: the documents ([`documents`]),
+//! from the records afterwards, per subject and version: the documents (module `documents`),
 //! made again from the records after every file's event, converging the same way.
 //!
 //! Everything published is hostile until checked: small files are read only up to a cap,
 //! packages within [`PackageLimits`], and a file that cannot be checked gets a verdict (a
 //! problem record), never an error that stops other work. Errors are for the stores.
 //!
-//! - [`modules`](self::modules): module archives, and their docs;
-//! - [`module_meta`](self::module_meta): the publisher's metadata sidecar of a module version;
-//! - [`packages`](self::packages): provider packages, under `providers/` and `mirror/`;
-//! - [`releases`](self::releases): SHA256SUMS, manifests and signature verdicts;
-//! - [`keys`](self::keys): signing keys, and re-verification when they change;
-//! - [`pins`](self::pins): immutable versions, the first bytes served pinned for good;
-//! - [`listing`](self::listing): the listings of modules, for the read API;
-//! - [`documents`](self::documents): the precomputed answers requests read;
-//! - [`reindex`](self::reindex): the whole store at once, both ways.
+//! - `modules`: module archives, and their docs;
+//! - `module_meta`: the publisher's metadata sidecar of a module version;
+//! - `packages`: provider packages, under `providers/` and `mirror/`;
+//! - `releases`: SHA256SUMS, manifests and signature verdicts;
+//! - `keys`: signing keys, and re-verification when they change;
+//! - [`pins`]: immutable versions, the first bytes served pinned for good;
+//! - `listing`: the listings of modules, for the read API;
+//! - `documents`: the precomputed answers requests read;
+//! - `reindex`: the whole store at once, both ways.
 
 mod documents;
 mod keys;
@@ -57,11 +57,18 @@ pub enum IndexOutcome {
     /// The key is gone and is forgotten.
     Unpublished(Artifact),
     /// The key can never be served; the reason is logged and kept for `tfreg status`.
-    Rejected { key: String, reason: String },
+    Rejected {
+        /// The object key.
+        key: String,
+        /// Why, in words (what its problem record says).
+        reason: String,
+    },
     /// The key is not part of the publishing layout.
     Ignored,
 }
 
+/// Makes the metadata store agree with the artifact store, one key at a time (or all
+/// of them, [`Indexer::reindex_all`]).
 pub struct Indexer {
     metadata: Arc<dyn MetadataStore>,
     /// The store as the registry sees it: pinned keys read as their pinned bytes.
@@ -101,6 +108,8 @@ impl Small {
 }
 
 impl Indexer {
+    /// An indexer over `metadata` and `artifacts` that pins what it publishes, with the
+    /// default limits and no hostname of its own.
     pub fn new(metadata: Arc<dyn MetadataStore>, artifacts: Arc<dyn ArtifactStore>) -> Self {
         let pinned = pins::PinnedArtifacts::new(Arc::clone(&metadata), Arc::clone(&artifacts));
         Self {

@@ -2,7 +2,7 @@
 //! [`PinRecord`] remembers their key, SHA-256 and revision, and the artifact store keeps
 //! those bytes ([`ArtifactStore::keep`]). From then on:
 //!
-//! - the indexer sees a pinned key only as its pinned bytes ([`PinnedArtifacts`]), so the
+//! - the indexer sees a pinned key only as its pinned bytes (`PinnedArtifacts`), so the
 //!   records, and every answer and download URL built from them, never change;
 //! - different bytes uploaded under the key are refused with the reason, while the version
 //!   keeps being served from the kept bytes; the same bytes again change nothing;

@@ -30,10 +30,13 @@ pub struct ReindexReport {
 /// One key whose index entry a reindex changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
+    /// The object key, in the artifact store.
     pub key: String,
+    /// What changed.
     pub kind: ChangeKind,
 }
 
+/// How a reindex changed a key's index entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChangeKind {
     /// Newly recorded.

@@ -34,11 +34,13 @@ use crate::store::{
 use crate::tokens::Access;
 use crate::version::Version;
 
+/// Why the registry gave no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// The thing asked for is not published. The message is safe to show.
     #[error("{0}")]
     NotFound(String),
+    /// Reading the metadata store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -46,10 +48,14 @@ pub enum RegistryError {
 /// How many modules and providers a registry lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
+    /// Modules in the listing.
     pub modules: usize,
+    /// Providers in the listing.
     pub providers: usize,
 }
 
+/// The read side of the registry, over the indexer's documents and records: cheap to clone
+/// (the caches it keeps are shared).
 #[derive(Clone)]
 pub struct Registry {
     metadata: Arc<dyn MetadataReader>,
@@ -82,6 +88,7 @@ impl Registry {
         self
     }
 
+    /// The registry's own hostname, if it was given one ([`Registry::with_hostname`]).
     pub fn hostname(&self) -> Option<&Hostname> {
         self.hostname.as_ref()
     }

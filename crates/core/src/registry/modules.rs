@@ -82,6 +82,7 @@ pub fn summary_of(archives: Vec<ModuleArchive>) -> Option<ModuleSummary> {
 /// A module version's details and its versions' publish times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModulePage {
+    /// The version's details, as `GET {modules.v1}NS/NAME/SYSTEM/VERSION` answers them.
     pub details: ModuleDetails,
     /// Every served version, oldest first.
     pub published: Vec<VersionPublished>,
@@ -90,7 +91,9 @@ pub struct ModulePage {
 /// When a version was published (RFC 3339), if known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionPublished {
+    /// A served version.
     pub version: Version,
+    /// When, RFC 3339; `None` when the time is not known.
     pub published_at: Option<String>,
 }
 

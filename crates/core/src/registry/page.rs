@@ -11,7 +11,9 @@ pub const MAX_LIMIT: usize = 100;
 /// Which page of a listing was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
+    /// The most entries on the page: 1 to [`MAX_LIMIT`].
     pub limit: usize,
+    /// How many filtered entries come before the page.
     pub offset: usize,
 }
 

@@ -20,6 +20,7 @@ pub const CONCURRENT_READS: usize = 8;
 /// One provider of the catalogue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderSummary {
+    /// The provider: its namespace and type.
     pub address: ProviderAddress,
     /// The latest release, or the newest prerelease when there are only prereleases.
     pub latest: Version,
@@ -30,6 +31,7 @@ pub struct ProviderSummary {
 /// Which providers the catalogue shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderFilter {
+    /// Only this namespace's providers.
     pub namespace: Option<Namespace>,
     /// Only providers of this type (a module's system names the provider it is for).
     pub type_: Option<String>,

@@ -16,7 +16,10 @@ pub enum LineFormat {
     /// One JSON object a line (serde_json already escapes C0 controls in its strings).
     Json,
     /// Human-readable, with colours (SGR sequences `ESC [ params m`) when `ansi`.
-    Text { ansi: bool },
+    Text {
+        /// The formatter colours its own output: colour and weight sequences pass.
+        ansi: bool,
+    },
 }
 
 /// One formatted event, made safe; its final newline stays.

@@ -48,9 +48,14 @@ pub const LOGIN_COOKIE: &str = "__Host-tfreg_login";
 /// What the login family needs.
 #[derive(Clone)]
 pub struct LoginState {
+    /// The identity document: the sign-in provider, the claims-to-namespaces mapping and the
+    /// CI rules.
     pub identity: Arc<IdentityConfig>,
+    /// Where the tokens it issues are kept.
     pub tokens: Arc<dyn TokenStore>,
+    /// The one-time records: authorization codes until Terraform redeems them.
     pub grants: Grants,
+    /// The client of the identity providers (their metadata and keys, cached).
     pub oidc: Arc<Oidc>,
     /// Signs web sessions and seals sign-ins in progress; `None`: nobody can sign in
     /// (Terraform or the web pages), only CI exchanges.

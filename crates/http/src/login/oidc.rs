@@ -36,8 +36,11 @@ pub struct ProviderError(pub String);
 /// Why an ID token was not accepted: the token's fault, or the provider's.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
+    /// The token itself was refused (malformed, unsigned by the issuer's keys, expired, or
+    /// not meant for the registry).
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// The provider's metadata or keys could not be read.
     #[error(transparent)]
     Provider(#[from] ProviderError),
 }
@@ -45,9 +48,13 @@ pub enum VerifyError {
 /// What the registry uses of a provider's metadata.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ProviderMetadata {
+    /// The issuer identifier, checked to be the one the metadata was read for.
     pub issuer: String,
+    /// Where the person's browser is sent to sign in.
     pub authorization_endpoint: String,
+    /// Where an authorization code is redeemed for an ID token.
     pub token_endpoint: String,
+    /// Where the provider publishes the keys its ID tokens are signed with (JWKS).
     pub jwks_uri: String,
 }
 

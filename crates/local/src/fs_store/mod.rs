@@ -37,6 +37,7 @@ const SPECIAL: &str =
 const STATE_LINK: &str =
     "a hard link to a file of the server's own state folder (.tfreg): never served";
 
+/// The data directory, read without following links (see the module docs).
 #[derive(Debug, Clone)]
 pub struct FsArtifactStore {
     root: PathBuf,
@@ -91,6 +92,7 @@ impl FsArtifactStore {
         Self { root }
     }
 
+    /// The data directory: the folder keys are relative to.
     pub fn root(&self) -> &Path {
         &self.root
     }
