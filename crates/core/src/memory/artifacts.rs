@@ -28,6 +28,7 @@ pub struct MemoryArtifactStore {
 }
 
 impl MemoryArtifactStore {
+    /// An empty store.
     pub fn new() -> Self {
         Self::default()
     }
@@ -49,6 +50,7 @@ impl MemoryArtifactStore {
         self.reads.load(Ordering::SeqCst)
     }
 
+    /// Removes an object, as an S3 delete does: its past revisions stay readable.
     pub fn delete(&self, key: &str) {
         self.objects.write().expect("not poisoned").remove(key);
     }
