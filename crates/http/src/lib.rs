@@ -49,28 +49,6 @@ pub enum Family {
 }
 
 impl Family {
-    /// The family a request path belongs to, if any.
-    pub fn of_path(path: &str) -> Option<Family> {
-        let family = match path {
-            "/.well-known/terraform.json" => Family::Discovery,
-            "/v1/modules" => Family::Modules,
-            p if p.starts_with("/v1/modules/") => Family::Modules,
-            p if p.starts_with("/v1/providers/") => Family::Providers,
-            p if p.starts_with("/v1/mirror/") => Family::Mirror,
-            p if p.starts_with("/v1/artifacts/") => Family::Downloads,
-            p if p.starts_with("/oauth/") => Family::Login,
-            "/" | "/sign-in" | "/sign-out" => Family::Web,
-            p if ["/modules/", "/providers/", "/namespaces/", "/assets/"]
-                .iter()
-                .any(|prefix| p.starts_with(prefix)) =>
-            {
-                Family::Web
-            }
-            _ => return None,
-        };
-        Some(family)
-    }
-
     /// The family's name: its Lambda function's, and the access log's `route`.
     pub fn name(self) -> &'static str {
         match self {

@@ -28,13 +28,13 @@ pub struct RemoteImages;
 
 /// The headers of every answer a browser renders or follows (see the module's doc).
 pub async fn headers(request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    let is_asset = path.starts_with("/assets/");
+    let is_asset = request.uri().path().starts_with("/assets/");
+    let mut response = next.run(request).await;
+    // The family whose route answered (`crate::family`, `crate::router`).
     let for_browsers = matches!(
-        crate::Family::of_path(path),
+        response.extensions().get::<crate::Family>(),
         Some(crate::Family::Web | crate::Family::Login)
     );
-    let mut response = next.run(request).await;
     let sets_cookie = response.headers().contains_key(header::SET_COOKIE);
     if !(for_browsers || sets_cookie || is_html(response.headers())) {
         return response;

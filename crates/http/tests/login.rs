@@ -96,8 +96,11 @@ async fn discovery_offers_login_only_when_people_sign_in() {
             );
         }
     }
-    assert_eq!(Family::of_path("/oauth/token"), Some(Family::Login));
-    // Without an identity document there is no login family at all.
+    // The sign-in routes answer as the login family (the browsers' headers are theirs)...
+    let request = Request::post("/oauth/token").body(Body::empty()).unwrap();
+    let answer = app(Some(PEOPLE)).oneshot(request).await.unwrap();
+    assert_eq!(answer.extensions().get::<Family>(), Some(&Family::Login));
+    // ...and without an identity document there is no login family at all.
     assert_eq!(get(&app(None), "/oauth/authorization").await.0, 404);
 }
 

@@ -46,6 +46,8 @@ struct Page {
     location: String,
     content_type: String,
     headers: axum::http::HeaderMap,
+    /// The family whose route answered (none: no route matched).
+    family: Option<Family>,
     body: String,
 }
 
@@ -62,6 +64,7 @@ impl Given {
             .await
             .unwrap();
         let headers = response.headers().clone();
+        let family = response.extensions().get::<Family>().copied();
         let text = |name: header::HeaderName| {
             headers
                 .get(name)
@@ -79,6 +82,7 @@ impl Given {
             location,
             content_type,
             headers,
+            family,
             body: String::from_utf8(body.to_vec()).unwrap(),
         }
     }
@@ -93,8 +97,9 @@ fn keys(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
 }
 
-#[test]
-fn the_pages_are_a_family_of_their_own() {
+#[tokio::test]
+async fn the_pages_are_a_family_of_their_own() {
+    let given = given(&keys(&["modules/acme/vpc/aws/1.0.0.tar.gz"]), false, true).await;
     for path in [
         "/",
         "/sign-in",
@@ -104,13 +109,17 @@ fn the_pages_are_a_family_of_their_own() {
         "/namespaces/acme",
         "/assets/tfreg-2.css",
     ] {
-        assert_eq!(Family::of_path(path), Some(Family::Web), "{path}");
+        assert_eq!(
+            given.get(path, None).await.family,
+            Some(Family::Web),
+            "{path}"
+        );
     }
-    assert_eq!(Family::of_path("/v1/modules/acme"), Some(Family::Modules));
-    assert_eq!(
-        Family::of_path("/v1/providers/acme/widget/versions"),
-        Some(Family::Providers)
-    );
+    let modules = given.get("/v1/modules/acme", None).await;
+    assert_eq!(modules.family, Some(Family::Modules));
+    let versions = given.get("/v1/providers/acme/widget/versions", None).await;
+    assert_eq!(versions.family, Some(Family::Providers));
+    assert_eq!(given.get("/nothing/here", None).await.family, None);
 }
 
 #[tokio::test]
