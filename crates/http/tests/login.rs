@@ -10,9 +10,10 @@ use axum::body::Body;
 use axum::http::{header, Request};
 use axum::Router;
 use serde_json::Value;
-use tfreg_core::identity::grants::MemoryGrantStore;
 use tfreg_core::identity::{Grants, IdentityConfig};
-use tfreg_core::memory::{MemoryArtifactStore, MemoryMetadataStore, MemoryTokenStore};
+use tfreg_core::memory::{
+    MemoryArtifactStore, MemoryGrantStore, MemoryMetadataStore, MemoryTokenStore,
+};
 use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::Registry;

@@ -6,9 +6,7 @@
 //! unauthenticated request does stores a record (sign-ins in progress are sealed into
 //! their `state` instead, [`super::sealed`]).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -205,33 +203,10 @@ impl Grants {
     }
 }
 
-/// One-time records in memory, for tests.
-#[derive(Debug, Default)]
-pub struct MemoryGrantStore(Mutex<BTreeMap<(GrantKind, String), Taken>>);
-
-#[async_trait]
-impl GrantStore for MemoryGrantStore {
-    async fn put(
-        &self,
-        kind: GrantKind,
-        id: &str,
-        doc: String,
-        expires_at: u64,
-    ) -> Result<(), StoreError> {
-        let mut map = self.0.lock().map_err(|_| StoreError::new("poisoned"))?;
-        map.insert((kind, id.to_owned()), Taken { doc, expires_at });
-        Ok(())
-    }
-
-    async fn take(&self, kind: GrantKind, id: &str) -> Result<Option<Taken>, StoreError> {
-        let mut map = self.0.lock().map_err(|_| StoreError::new("poisoned"))?;
-        Ok(map.remove(&(kind, id.to_owned())))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::MemoryGrantStore;
 
     fn code() -> IssuedCode {
         IssuedCode {
