@@ -17,13 +17,13 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::protocol::Discovery;
 use tfreg_core::token_cache::{CacheSettings, CachedTokens};
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, IndexOutcome, Indexer, MetadataStore, Registry};
+use tfreg_core::{ArtifactStore, Downloads, IndexOutcome, Indexer, MetadataStore, Registry};
 use tfreg_http::{ApiState, AppState, Family};
 
 pub use config::{ConfigError, FunctionSettings};
 pub use function::Function;
 use settings::{
-    ApiSettings, DiscoverySettings, Downloads, DownloadsSettings, IndexerSettings, LoginSettings,
+    ApiSettings, DiscoverySettings, DownloadsSettings, IndexerSettings, LoginSettings, UrlSettings,
     WebFunctionSettings,
 };
 
@@ -37,7 +37,7 @@ pub struct Stores {
     /// The bucket's published files.
     pub artifacts: Arc<dyn ArtifactStore>,
     /// How the bucket's files reach clients: presigned URLs, or redirect mode's own URLs.
-    pub downloads: tfreg_core::Downloads,
+    pub downloads: Downloads,
     /// The table's tokens, kept in memory as the function's cache settings say.
     pub tokens: Arc<dyn TokenStore>,
 }
@@ -47,36 +47,35 @@ impl Stores {
     pub async fn connect(
         table: &str,
         bucket: &str,
-        downloads: &Downloads,
+        urls: &UrlSettings,
         cache: CacheSettings,
     ) -> Stores {
-        Stores::connect_with(table, bucket, downloads, cache, false).await
+        Stores::connect_with(table, bucket, urls, cache, false).await
     }
 
     /// The stores of the indexer: its queries read consistently, so concurrent invocations
     /// see each other's records.
     pub async fn connect_for_indexing(settings: &IndexerSettings) -> Stores {
         let (table, bucket) = (&settings.table, &settings.bucket);
-        let downloads = Downloads::default();
-        Stores::connect_with(table, bucket, &downloads, CacheSettings::DEFAULT, true).await
+        let urls = UrlSettings::default();
+        Stores::connect_with(table, bucket, &urls, CacheSettings::DEFAULT, true).await
     }
 
     async fn connect_with(
         table: &str,
         bucket: &str,
-        downloads: &Downloads,
+        urls: &UrlSettings,
         cache: CacheSettings,
         indexing: bool,
     ) -> Stores {
         let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
-        let bucket_name = bucket;
-        let bucket = Arc::new(aws.artifacts(bucket_name, downloads.url_ttl));
+        let files = Arc::new(aws.artifacts(bucket, urls.url_ttl));
         Stores {
             // The indexer reads consistently: it is what judges every file. Requests read
             // the documents it keeps, never the keys.
-            metadata: Arc::new(aws.metadata(table, bucket_name, indexing)),
-            artifacts: bucket.clone(),
-            downloads: tfreg_core::Downloads::presigned(bucket, downloads.redirect_signer()),
+            metadata: Arc::new(aws.metadata(table, bucket, indexing)),
+            artifacts: files.clone(),
+            downloads: Downloads::presigned(files, urls.redirect_signer()),
             tokens: Arc::new(CachedTokens::new(Arc::new(aws.tokens(table)), cache)),
         }
     }
@@ -264,8 +263,8 @@ pub async fn run_api(
 pub async fn run_web() -> Result<(), Error> {
     init_tracing();
     let config = configure::<WebFunctionSettings>().await?;
-    let downloads = Downloads::default();
-    let stores = Stores::connect(&config.table, &config.bucket, &downloads, config.cache);
+    let urls = UrlSettings::default();
+    let stores = Stores::connect(&config.table, &config.bucket, &urls, config.cache);
     let routes = tfreg_http::web::routes(web_state(&config, stores.await));
     lambda_http::run(tfreg_http::family(Family::Web, routes)).await
 }
@@ -294,10 +293,7 @@ pub async fn run_downloads() -> Result<(), Error> {
     let signer = config.signer;
     let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
     let bucket = Arc::new(aws.artifacts(&config.bucket, config.url_ttl));
-    let routes = tfreg_http::routes::artifacts::routes(tfreg_core::Downloads::presigned(
-        bucket,
-        Some(signer),
-    ));
+    let routes = tfreg_http::routes::artifacts::routes(Downloads::presigned(bucket, Some(signer)));
     lambda_http::run(tfreg_http::family(Family::Downloads, routes)).await
 }
 

@@ -21,26 +21,26 @@ use crate::config::{required, ConfigError, FunctionSettings};
 /// How a function makes download URLs: how long they last, and in redirect mode the secret
 /// that signs the registry's own.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Downloads {
+pub struct UrlSettings {
     /// `TFREG_URL_TTL`
     pub url_ttl: Duration,
     /// `TFREG_URL_SECRET` in redirect mode (`TFREG_DOWNLOADS=redirect`); `None`: presigned.
     pub redirect_secret: Option<Vec<u8>>,
 }
 
-impl Default for Downloads {
+impl Default for UrlSettings {
     /// Presigned URLs that last the default time: what a function that makes no download
     /// URL of its own holds.
     fn default() -> Self {
-        Downloads {
+        UrlSettings {
             url_ttl: DownloadSettings::default().url_ttl,
             redirect_secret: None,
         }
     }
 }
 
-impl Downloads {
-    fn from_flags(flags: &DownloadSettings) -> Result<Downloads, ConfigError> {
+impl UrlSettings {
+    fn from_flags(flags: &DownloadSettings) -> Result<UrlSettings, ConfigError> {
         let redirect_secret = match (flags.mode, &flags.url_secret) {
             (DownloadMode::Presigned, _) => None,
             (DownloadMode::Redirect, Some(secret)) => Some(secret.0.clone()),
@@ -51,7 +51,7 @@ impl Downloads {
                 ))
             }
         };
-        Ok(Downloads {
+        Ok(UrlSettings {
             url_ttl: flags.url_ttl,
             redirect_secret,
         })
@@ -65,10 +65,10 @@ impl Downloads {
     }
 }
 
-impl std::fmt::Debug for Downloads {
+impl std::fmt::Debug for UrlSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the secret.
-        f.debug_struct("Downloads")
+        f.debug_struct("UrlSettings")
             .field("url_ttl", &self.url_ttl)
             .field("redirects", &self.redirect_secret.is_some())
             .finish()
@@ -104,7 +104,7 @@ pub struct ApiSettings {
     /// `TFREG_HOSTNAME`: the registry's own hostname, when it has a custom domain.
     pub hostname: Option<Hostname>,
     /// `TFREG_DOWNLOADS`, `TFREG_URL_TTL`, `TFREG_URL_SECRET`: how download URLs are made.
-    pub downloads: Downloads,
+    pub downloads: UrlSettings,
     /// `TFREG_CACHE_TTL`, `TFREG_LAST_USED_INTERVAL`: how tokens are kept in memory.
     pub cache: CacheSettings,
 }
@@ -134,7 +134,7 @@ impl FunctionSettings for ApiSettings {
             bucket,
             public: s.public.public,
             hostname: s.hostname.get(),
-            downloads: Downloads::from_flags(&s.downloads)?,
+            downloads: UrlSettings::from_flags(&s.downloads)?,
             cache: s.cache.get(),
         })
     }
@@ -175,7 +175,7 @@ impl FunctionSettings for DownloadsSettings {
 
     fn from_flags(s: DownloadsFlags) -> Result<Self, ConfigError> {
         let bucket = required("TFREG_BUCKET", s.bucket.bucket)?;
-        let downloads = Downloads::from_flags(&s.downloads)?;
+        let downloads = UrlSettings::from_flags(&s.downloads)?;
         let Some(signer) = downloads.redirect_signer() else {
             return Err(ConfigError::new(
                 "TFREG_DOWNLOADS",
