@@ -9,11 +9,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use tfreg_core::memory::MemoryMetadataStore;
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::store::{Kept, ObjectBody, ObjectMeta};
 use tfreg_core::{ArtifactStore, Downloads, Indexer, MetadataStore, Registry, StoreError};
 
@@ -101,13 +98,9 @@ pub async fn check(plan: &Plan, context: Vec<Upload>) -> anyhow::Result<Judgemen
         anyhow::bail!("{} files could not be read for the checks", summary.failed);
     }
     // Nothing is downloaded from the staging area; the read model may still make URLs.
-    let signer = UrlSigner::new(
-        UrlSigner::generate_secret().to_vec(),
-        Duration::from_secs(60),
-    );
     let registry = Registry::new(
         metadata.clone(),
-        Downloads::served(Arc::new(signer), artifacts),
+        Downloads::served(crate::backend::throwaway_signer(), artifacts),
     );
     let metadata: &dyn MetadataStore = metadata.as_ref();
     let observation = Observation {
