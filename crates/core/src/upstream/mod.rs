@@ -12,6 +12,8 @@ pub mod mirror;
 pub mod protocol;
 pub mod record;
 pub mod rules;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
