@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::clients::{ClientShares, Share};
 use super::fetch::{self, unix_now};
 use super::record::{encode, PlatformPackage, Refusal};
 use super::{
@@ -114,6 +115,8 @@ pub struct UpstreamCache {
     spool: Option<PathBuf>,
     /// When each background fetch was last asked for.
     asked: Mutex<HashMap<String, Instant>>,
+    /// Each client's fetches in flight.
+    clients: Arc<ClientShares>,
 }
 
 impl UpstreamCache {
@@ -138,6 +141,7 @@ impl UpstreamCache {
             fetches,
             spool,
             asked: Mutex::new(HashMap::new()),
+            clients: Arc::default(),
         })
     }
 
@@ -157,10 +161,21 @@ impl UpstreamCache {
             })
     }
 
-    async fn permit(&self, up: &UpstreamProvider) -> Result<OwnedSemaphorePermit, UpstreamError> {
+    async fn permit(
+        &self,
+        up: &UpstreamProvider,
+    ) -> Result<(OwnedSemaphorePermit, Option<Share>), UpstreamError> {
+        let share = self
+            .clients
+            .take(self.settings.max_fetches_per_client)
+            .map_err(|active| {
+                UpstreamError::Busy(format!(
+                    "this client already has {active} upstream fetches in progress; {up} waits: try again shortly"
+                ))
+            })?;
         let acquire = Arc::clone(&self.fetches).acquire_owned();
         match tokio::time::timeout(self.settings.queue_wait, acquire).await {
-            Ok(Ok(permit)) => Ok(permit),
+            Ok(Ok(permit)) => Ok((permit, share)),
             _ => Err(UpstreamError::Busy(format!(
                 "the registry is fetching {} other upstream files at once; {up} waits: try again shortly",
                 self.settings.max_fetches
