@@ -188,7 +188,8 @@ mod tests {
             p.release_key(&v),
             "upstream/registry.terraform.io/hashicorp/aws/5.1.0.json"
         );
-        let (back, file) = UpstreamProvider::from_key(&p.refusal_key(&v)).unwrap();
+        let key = p.refusal_key(&v);
+        let (back, file) = UpstreamProvider::from_key(&key).unwrap();
         assert_eq!((back, file), (p.clone(), "5.1.0.refused.json"));
         let platform = Platform::parse("linux", "amd64").unwrap();
         assert_eq!(
