@@ -160,6 +160,9 @@ fn the_stand_in_upstream_serves_signed_releases_and_its_proxy_tampers_on_demand(
 /// The provider every feature test installs, as configurations name it.
 const WIDGET: &str = "registry.upstream.test/acme/widget";
 
+/// The allow-list pattern of every provider of the stand-in's namespace.
+const ACME: &str = "registry.upstream.test/acme/*";
+
 /// Where the cache keeps `acme/<type>`'s packages and release records.
 fn package_key(type_: &str, version: &str, platform: &str) -> String {
     format!(
@@ -299,31 +302,22 @@ fn upstream_zip(upstream: &Upstream, type_: &str, version: &str, platform: &str)
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Runs `terraform ARGS...`, asserting it succeeds with `what` in the failure message.
-fn terraform_ok(tf: &Terraform, args: &[&str], what: &str) -> String {
-    let output = tf.run(args);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success(),
-        "{what}: terraform {args:?} failed:\n{text}"
-    );
-    text
+/// `terraform init` in `tf`, asserting it succeeds, with `what` it was for in the failure
+/// message; returns its output.
+fn init(tf: &Terraform, what: &str) -> String {
+    tf.run_ok(&["init", "-no-color", "-input=false"], what)
 }
 
 #[test]
 fn terraform_installs_an_upstream_provider_through_the_mirror_on_a_cold_and_a_warm_cache() {
     // Given a registry caching the stand-in's acme/* providers, with nothing cached yet,
     let upstream = Upstream::start();
-    let cache = Cache::start(&upstream, &["registry.upstream.test/acme/*"], &[]);
+    let cache = Cache::start(&upstream, &[ACME], &[]);
     let [own, _] = Upstream::platforms();
 
     // when Terraform installs acme/widget through its mirror,
     let tf = cache.terraform("widget", "~> 1.0");
-    let output = terraform_ok(&tf, &["init", "-no-color", "-input=false"], "cold cache");
+    let output = init(&tf, "cold cache");
 
     // then it gets the upstream's newest release,
     assert!(
@@ -357,17 +351,12 @@ fn terraform_installs_an_upstream_provider_through_the_mirror_on_a_cold_and_a_wa
     // the upstream.
     upstream.proxy().clear_seen();
     let warm = cache.terraform("widget", "~> 1.0");
-    let output = terraform_ok(&warm, &["init", "-no-color", "-input=false"], "warm cache");
+    let output = init(&warm, "warm cache");
     assert!(
         output.contains(&format!("Installed {WIDGET} v1.1.0")),
         "warm cache:\n{output}"
     );
-    let fetched: Vec<String> = upstream
-        .proxy()
-        .seen()
-        .into_iter()
-        .filter(|r| r.contains(".zip"))
-        .collect();
+    let fetched = upstream.proxy().seen_containing(".zip");
     assert!(
         fetched.is_empty(),
         "the warm cache downloaded packages from the upstream again: {fetched:?}"
@@ -377,7 +366,7 @@ fn terraform_installs_an_upstream_provider_through_the_mirror_on_a_cold_and_a_wa
 #[test]
 fn lock_files_made_through_the_mirror_hold_every_platform_and_install_with_the_upstream_stopped() {
     let mut upstream = Upstream::start();
-    let cache = Cache::start(&upstream, &["registry.upstream.test/acme/*"], &[]);
+    let cache = Cache::start(&upstream, &[ACME], &[]);
     let [own, other] = Upstream::platforms();
 
     // Given a lock file made with `terraform providers lock` against the mirror for two
@@ -385,8 +374,7 @@ fn lock_files_made_through_the_mirror_hold_every_platform_and_install_with_the_u
     let locked = cache.terraform("widget", "~> 1.0");
     let mirror = format!("-net-mirror={}", cache.mirror_url());
     let (own_flag, other_flag) = (format!("-platform={own}"), format!("-platform={other}"));
-    terraform_ok(
-        &locked,
+    locked.run_ok(
         &["providers", "lock", &mirror, &own_flag, &other_flag],
         "terraform providers lock against the mirror",
     );
@@ -399,7 +387,7 @@ fn lock_files_made_through_the_mirror_hold_every_platform_and_install_with_the_u
 
     // and another directory installed plainly, then completed with `tfreg lock`,
     let plain = cache.terraform("widget", "~> 1.0");
-    terraform_ok(&plain, &["init", "-no-color", "-input=false"], "plain init");
+    init(&plain, "plain init");
     let dir = plain.dir.path().to_str().unwrap().to_owned();
     let env = [
         ("SSL_CERT_FILE", cache.server.cert.display().to_string()),
@@ -440,16 +428,14 @@ fn lock_files_made_through_the_mirror_hold_every_platform_and_install_with_the_u
     upstream.stop();
 
     // then both lock files still install from the cache.
-    terraform_ok(
+    init(
         &locked,
-        &["init", "-no-color", "-input=false"],
         "init with the providers-lock lock file, upstream stopped",
     );
     let again = cache.terraform("widget", "~> 1.0");
     again.write(".terraform.lock.hcl", &completed);
-    terraform_ok(
+    init(
         &again,
-        &["init", "-no-color", "-input=false"],
         "init with the tfreg-lock lock file, upstream stopped",
     );
 }
@@ -474,12 +460,8 @@ fn a_provider_outside_the_allow_list_is_refused_without_asking_the_upstream() {
     }
     assert!(!output.contains("Installed"), "{output}");
     // and the upstream was never asked about it,
-    let asked: Vec<String> = upstream
-        .proxy()
-        .seen()
-        .into_iter()
-        .filter(|r| r.contains("gadget") || r.contains("other/thing"))
-        .collect();
+    let mut asked = upstream.proxy().seen_containing("gadget");
+    asked.extend(upstream.proxy().seen_containing("other/thing"));
     assert!(asked.is_empty(), "the upstream was asked: {asked:?}");
     // while the allowed provider is listed.
     let (status, body, _) =
@@ -495,17 +477,9 @@ fn a_provider_outside_the_allow_list_is_refused_without_asking_the_upstream() {
 fn a_new_upstream_release_installs_at_once_whatever_the_refresh_interval() {
     // Given a registry refreshing version lists hourly, which has listed acme/widget,
     let upstream = Upstream::start();
-    let cache = Cache::start(
-        &upstream,
-        &["registry.upstream.test/acme/*"],
-        &["--upstream-refresh", "1h"],
-    );
+    let cache = Cache::start(&upstream, &[ACME], &["--upstream-refresh", "1h"]);
     let first = cache.terraform("widget", "~> 1.0");
-    terraform_ok(
-        &first,
-        &["init", "-no-color", "-input=false"],
-        "first install",
-    );
+    init(&first, "first install");
 
     // when the upstream publishes 1.2.0,
     let platforms = Upstream::platforms();
@@ -513,9 +487,8 @@ fn a_new_upstream_release_installs_at_once_whatever_the_refresh_interval() {
 
     // then a configuration requiring exactly 1.2.0 installs it at once.
     let tf = cache.terraform("widget", "= 1.2.0");
-    let output = terraform_ok(
+    let output = init(
         &tf,
-        &["init", "-no-color", "-input=false"],
         "1.2.0, published upstream after the list was cached (Terraform reads index.json first, \
          so the cached list must not hide it for an hour)",
     );
@@ -529,17 +502,9 @@ fn a_new_upstream_release_installs_at_once_whatever_the_refresh_interval() {
 fn with_the_upstream_stopped_cached_providers_install_and_uncached_ones_fail_fast() {
     // Given a registry that installed acme/widget, whose lists go stale after a second,
     let mut upstream = Upstream::start();
-    let cache = Cache::start(
-        &upstream,
-        &["registry.upstream.test/acme/*"],
-        &["--upstream-refresh", "1s"],
-    );
+    let cache = Cache::start(&upstream, &[ACME], &["--upstream-refresh", "1s"]);
     let first = cache.terraform("widget", "~> 1.0");
-    terraform_ok(
-        &first,
-        &["init", "-no-color", "-input=false"],
-        "install before the outage",
-    );
+    init(&first, "install before the outage");
 
     // when the upstream stops and the cached list goes stale,
     upstream.stop();
@@ -547,11 +512,7 @@ fn with_the_upstream_stopped_cached_providers_install_and_uncached_ones_fail_fas
 
     // then acme/widget still installs, from the last good list and the cached package,
     let cached = cache.terraform("widget", "~> 1.0");
-    let output = terraform_ok(
-        &cached,
-        &["init", "-no-color", "-input=false"],
-        "the cached acme/widget with the upstream stopped",
-    );
+    let output = init(&cached, "the cached acme/widget with the upstream stopped");
     assert!(
         output.contains(&format!("Installed {WIDGET} v1.1.0")),
         "{output}"
@@ -588,7 +549,7 @@ fn a_release_signed_by_another_key_is_refused_with_the_reason() {
     intruder.generate("intruder@upstream.test", "rsa2048", "never", None);
     let armor = String::from_utf8(intruder.export("intruder@upstream.test")).unwrap();
     upstream.set(Fault::WrongKeys(armor));
-    let cache = Cache::start(&upstream, &["registry.upstream.test/acme/*"], &[]);
+    let cache = Cache::start(&upstream, &[ACME], &[]);
 
     // when Terraform installs acme/widget 1.1.0 through the mirror,
     let tf = cache.terraform("widget", "= 1.1.0");
@@ -624,7 +585,7 @@ fn a_zip_that_does_not_match_sha256sums_is_refused_and_never_cached() {
     // Given an upstream whose packages arrive corrupted,
     let upstream = Upstream::start();
     upstream.set(Fault::CorruptZip);
-    let cache = Cache::start(&upstream, &["registry.upstream.test/acme/*"], &[]);
+    let cache = Cache::start(&upstream, &[ACME], &[]);
     let [own, _] = Upstream::platforms();
 
     // when Terraform installs acme/widget 1.1.0 through the mirror,
@@ -685,11 +646,7 @@ fn peak_memory_mib(pid: u32) -> u64 {
 fn hostile_upstream_answers_end_in_a_bounded_502_and_the_server_keeps_serving() {
     // Given a registry whose upstream calls may take 3 seconds each,
     let upstream = Upstream::start();
-    let cache = Cache::start(
-        &upstream,
-        &["registry.upstream.test/acme/*"],
-        &["--upstream-timeout", "3s"],
-    );
+    let cache = Cache::start(&upstream, &[ACME], &["--upstream-timeout", "3s"]);
     let elsewhere = upstream.server().url.replace("127.0.0.1", "localhost");
     let faults = [
         Fault::Huge,
@@ -785,12 +742,7 @@ fn tfreg_sync_copies_upstream_providers_into_a_data_dir_that_then_serves_them_of
     upstream.proxy().clear_seen();
     let (code, again, stderr) = tfreg_run(&args, &[]);
     assert_eq!(code, 0, "second tfreg sync failed:\n{again}{stderr}");
-    let fetched: Vec<String> = upstream
-        .proxy()
-        .seen()
-        .into_iter()
-        .filter(|r| r.contains(".zip"))
-        .collect();
+    let fetched = upstream.proxy().seen_containing(".zip");
     assert!(
         fetched.is_empty(),
         "the second sync fetched {fetched:?}:\n{again}"
@@ -801,11 +753,7 @@ fn tfreg_sync_copies_upstream_providers_into_a_data_dir_that_then_serves_them_of
     let server = Server::start(data.path(), &[]);
     let tf = Terraform::new(&mirror_config(&server.url), &server.cert);
     tf.write("main.tf", &requires_provider("widget", WIDGET, "~> 1.0"));
-    let output = terraform_ok(
-        &tf,
-        &["init", "-no-color", "-input=false"],
-        "offline install",
-    );
+    let output = init(&tf, "offline install");
     assert!(
         output.contains(&format!("Installed {WIDGET} v1.1.0")),
         "{output}"

@@ -130,6 +130,12 @@ impl TamperingProxy {
         self.shared.seen.lock().unwrap().clone()
     }
 
+    /// The requests received so far whose path or query contains `part` (`.zip`).
+    pub fn seen_containing(&self, part: &str) -> Vec<String> {
+        let seen = self.shared.seen.lock().unwrap();
+        seen.iter().filter(|r| r.contains(part)).cloned().collect()
+    }
+
     /// Forgets the requests received so far.
     pub fn clear_seen(&self) {
         self.shared.seen.lock().unwrap().clear();
