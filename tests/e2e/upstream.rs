@@ -601,12 +601,16 @@ fn a_zip_that_does_not_match_sha256sums_is_refused_and_never_cached() {
         .as_str()
         .unwrap_or_else(|| panic!("no archive for {own}: {body}"))
         .to_owned();
-    let url = match url.starts_with("https://") {
-        true => url,
-        false => format!(
-            "{}/v1/mirror/registry.upstream.test/acme/widget/{url}",
+    // Absolute, or relative to the version's JSON as Terraform resolves it.
+    let url = if url.starts_with("https://") {
+        url
+    } else if url.starts_with('/') {
+        format!("{}{url}", cache.server.url)
+    } else {
+        format!(
+            "{}/v1/mirror/{UPSTREAM_HOST}/acme/widget/{url}",
             cache.server.url
-        ),
+        )
     };
     let path = url.strip_prefix(&cache.server.url).unwrap_or_else(|| {
         panic!("the package is not offered at the registry (fetch mode wait): {url}")
