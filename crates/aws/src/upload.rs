@@ -298,3 +298,40 @@ mod tests {
         assert_eq!(uploader.with_part_size(u64::MAX).part_size(), MAX_PART_SIZE);
     }
 }
+
+/// The upstream cache's writes into the bucket: verified packages (in parts past the part
+/// size) and small JSON records.
+#[async_trait::async_trait]
+impl tfreg_core::store::ArtifactWriter for Uploader {
+    async fn put_file(&self, key: &str, path: &Path) -> Result<(), StoreError> {
+        let size = tokio::fs::metadata(path)
+            .await
+            .map_err(|e| StoreError::with_source(format!("cannot read {}", path.display()), e))?
+            .len();
+        let progress: Progress = Arc::new(|_| {});
+        self.upload(key, path, size, content_type(key), progress)
+            .await
+            .map(|_| ())
+    }
+
+    async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type(key))
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(|e| self.failed("PutObject", key, e))?;
+        Ok(())
+    }
+}
+
+fn content_type(key: &str) -> &'static str {
+    if key.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/zip"
+    }
+}

@@ -74,6 +74,11 @@ impl Aws {
         crate::DynamoGrantStore::new(crate::dynamodb_client(&self.sdk), table)
     }
 
+    /// The registry's own writes into `bucket` (the upstream cache).
+    pub fn writer(&self, bucket: &str) -> crate::upload::Uploader {
+        crate::upload::Uploader::new(crate::s3_client(&self.sdk), bucket)
+    }
+
     /// The artifact store on `bucket`, whose URLs are presigned for `url_ttl`.
     pub fn artifacts(&self, bucket: &str, url_ttl: Duration) -> S3ArtifactStore {
         S3ArtifactStore::new(crate::s3_client(&self.sdk), bucket, url_ttl)

@@ -39,6 +39,7 @@ pub mod store;
 pub mod text;
 pub mod token_cache;
 pub mod tokens;
+pub mod upstream;
 pub mod version;
 
 pub use downloads::Downloads;

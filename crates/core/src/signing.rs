@@ -157,6 +157,16 @@ impl UrlSigner {
         )
     }
 
+    /// `expires=...&signature=...` authorising `key` until `now + ttl`, for a URL of this
+    /// server at another path than [`ARTIFACTS_PATH`] (the upstream cache's package URLs);
+    /// [`UrlSigner::verify`] checks it.
+    pub fn signed_query(&self, key: &str, now: SystemTime) -> String {
+        let expires = unix_seconds(now).saturating_add(self.ttl.as_secs().max(1));
+        let signature =
+            URL_SAFE_NO_PAD.encode(self.mac(key, None, expires).finalize().into_bytes());
+        format!("expires={expires}&signature={signature}")
+    }
+
     /// Checks a URL's `expires` and `signature` for `key` (the decoded path after
     /// [`ARTIFACTS_PATH`]). The comparison is constant-time.
     pub fn verify(

@@ -27,6 +27,12 @@ pub enum ApiError {
     /// 405: the path exists, not for this method.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// 502: an upstream registry failed or answered what is refused; the message names it.
+    #[error("{0}")]
+    BadGateway(String),
+    /// 503: too busy now; the client should come back after the seconds given.
+    #[error("{0}")]
+    Unavailable(String, u64),
     /// 500: a server-side failure, logged with its cause; the client sees only that it
     /// happened.
     #[error("internal error")]
@@ -41,6 +47,8 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Unavailable(..) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -69,6 +77,12 @@ impl IntoResponse for ApiError {
             other => other.to_string(),
         };
         let mut response = error_response(status, message);
+        if let ApiError::Unavailable(_, seconds) = &self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*seconds),
+            );
+        }
         if let ApiError::Unauthorized(e) = &self {
             let challenge = match e {
                 tfreg_core::tokens::AuthError::Missing => r#"Bearer realm="tfreg""#,
@@ -88,6 +102,18 @@ impl From<RegistryError> for ApiError {
         match e {
             RegistryError::NotFound(message) => ApiError::NotFound(message),
             RegistryError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<tfreg_core::upstream::UpstreamError> for ApiError {
+    fn from(e: tfreg_core::upstream::UpstreamError) -> Self {
+        use tfreg_core::upstream::UpstreamError as U;
+        match e {
+            U::NotFound(m) => ApiError::NotFound(m),
+            U::Unreachable(m) | U::Refused(m) => ApiError::BadGateway(m),
+            U::Busy(m) => ApiError::Unavailable(m, 5),
+            U::Internal(m) => ApiError::Internal(m.into()),
         }
     }
 }

@@ -70,6 +70,8 @@ pub struct ApiState {
     pub registry: Registry,
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
+    /// The pull-through cache of upstream providers, when the mirror has one.
+    pub upstream: Option<routes::mirror::Upstream>,
 }
 
 /// Everything, for a server that answers every family (the local shape).
@@ -90,6 +92,8 @@ pub struct AppState {
     pub web: web::WebOptions,
     /// Signing in with an identity provider, and CI token exchange; `None`: not configured.
     pub login: Option<login::LoginState>,
+    /// The mirror's pull-through cache of upstream providers; `None`: not configured.
+    pub upstream: Option<routes::mirror::Upstream>,
 }
 
 impl AppState {
@@ -108,7 +112,14 @@ impl AppState {
             sessions: None,
             web: web::WebOptions::default(),
             login: None,
+            upstream: None,
         }
+    }
+
+    /// The mirror answers for the upstream providers `upstream` allows.
+    pub fn with_upstream(mut self, upstream: routes::mirror::Upstream) -> Self {
+        self.upstream = Some(upstream);
+        self
     }
 
     /// Signs people in with an identity provider and exchanges CI tokens: the login
@@ -153,6 +164,7 @@ impl AppState {
         ApiState {
             registry: self.registry.clone(),
             tokens: self.tokens.clone(),
+            upstream: self.upstream.clone(),
         }
     }
 }

@@ -97,7 +97,11 @@ fn registry_state(
         registry = registry.with_hostname(hostname.clone());
     }
     let tokens = (!public).then_some(stores.tokens);
-    ApiState { registry, tokens }
+    ApiState {
+        registry,
+        tokens,
+        upstream: None,
+    }
 }
 
 /// Every family's state over some stores (for tests that serve the whole API).

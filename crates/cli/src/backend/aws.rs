@@ -13,6 +13,8 @@ use tfreg_core::{ArtifactStore, Downloads, MetadataStore};
 pub struct AwsStores {
     pub metadata: Arc<dyn MetadataStore>,
     pub artifacts: Arc<dyn ArtifactStore>,
+    /// The registry's own writes into the bucket (the upstream cache).
+    pub writer: Arc<dyn tfreg_core::store::ArtifactWriter>,
     /// How the bucket's files reach clients (presigned, or redirected through this server).
     pub downloads: Downloads,
     pub tokens: Arc<dyn TokenStore>,
@@ -48,6 +50,7 @@ impl AwsStores {
             Ok(AwsStores {
                 metadata: Arc::new(aws.metadata(table, bucket, indexing)),
                 artifacts: files.clone(),
+                writer: Arc::new(aws.writer(bucket)),
                 downloads: Downloads::presigned(files, redirect),
                 tokens: Arc::new(aws.tokens(table)),
                 grants: Arc::new(aws.grants(table)),

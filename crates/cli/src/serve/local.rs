@@ -33,6 +33,8 @@ pub struct Started {
     pub registry: Registry,
     /// How its files reach clients: URLs this server signs and answers.
     pub downloads: Downloads,
+    /// The data directory's files (read, and written by the upstream cache).
+    pub artifacts: Arc<FsArtifactStore>,
     pub watching: Watching,
 }
 
@@ -110,6 +112,7 @@ pub async fn start(
     Ok(Started {
         registry,
         downloads,
+        artifacts,
         watching: Watching {
             _snapshots: snapshots,
             watcher,

@@ -21,7 +21,10 @@ use clap::Args;
 use tfreg_aws::settings::{
     BucketSetting, DownloadMode, IdentitySettings, PublicSetting, TableSetting, WebSettings,
 };
+use tfreg_core::upstream::UpstreamSettings;
 use tfreg_local::server::ServerLimits;
+use tfreg_upstream::settings::UpstreamArgs;
+use tfreg_upstream::HttpUpstream;
 use tokio::sync::watch;
 
 use crate::backend::{Backend, DEFAULT_DATA};
@@ -101,6 +104,10 @@ pub struct ServeArgs {
     /// How long a connection may stay idle between requests.
     #[arg(long, env = "TFREG_IDLE_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     idle_timeout: Duration,
+
+    /// The mirror's pull-through cache of upstream providers.
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
 /// `tfreg serve`'s settings, checked: what the server is built from.
@@ -121,6 +128,7 @@ pub struct Settings {
     limits: ServerLimits,
     web: WebSettings,
     identity: IdentitySettings,
+    upstream: Option<(UpstreamSettings, HttpUpstream)>,
 }
 
 /// Serves until SIGTERM or Ctrl-C.
@@ -152,6 +160,7 @@ impl ServeArgs {
             bail!("--rescan-interval must be at least 1s");
         }
         let limits = self.server_limits()?;
+        let upstream = self.upstream.configured().map_err(anyhow::Error::msg)?;
         Ok(Settings {
             state_dir: match backend {
                 Backend::Aws(_) => self.data,
@@ -168,6 +177,7 @@ impl ServeArgs {
             limits,
             web: self.web,
             identity: self.identity,
+            upstream,
         })
     }
 

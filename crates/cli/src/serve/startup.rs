@@ -11,8 +11,11 @@ use anyhow::{bail, Context};
 use tfreg_aws::settings::DownloadMode;
 use tfreg_core::identity::GrantStore;
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::store::ArtifactWriter;
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{Downloads, Hostname, Registry};
+use tfreg_core::upstream::UpstreamCache;
+use tfreg_core::{ArtifactStore, Downloads, Hostname, Registry};
+use tfreg_http::routes::mirror::Upstream;
 use tfreg_http::AppState;
 use tfreg_local::server::ServerLimits;
 use tfreg_local::StateDir;
@@ -49,6 +52,9 @@ struct Wired {
     /// The sign-in client's secret.
     client_secret: Option<String>,
     watching: Option<Watching>,
+    /// The files, read and written by the upstream cache.
+    files: Arc<dyn ArtifactStore>,
+    writer: Arc<dyn ArtifactWriter>,
 }
 
 impl Server {
@@ -56,7 +62,7 @@ impl Server {
     /// served. `stop` may turn during the build (a stop during the first index is a stop
     /// too); `started` is when the command started, for the log of the first index.
     pub async fn build(
-        settings: Settings,
+        mut settings: Settings,
         stop: watch::Receiver<bool>,
         started: Instant,
     ) -> anyhow::Result<Server> {
@@ -115,11 +121,24 @@ impl Server {
             }
         };
         let checked = (!settings.public).then(|| Arc::clone(&wired.tokens));
-        let state = app::web(
-            AppState::new(wired.registry, wired.downloads, checked),
-            &settings.web,
-            &signer,
-        );
+        let mut state = AppState::new(wired.registry, wired.downloads, checked);
+        if let Some((upstream, client)) = settings.upstream.take() {
+            let spool = state_dir.path().join("spool");
+            std::fs::create_dir_all(&spool)
+                .with_context(|| format!("cannot create {}", spool.display()))?;
+            let cache = UpstreamCache::new(
+                upstream,
+                Arc::new(client),
+                wired.files,
+                wired.writer,
+                Some(spool),
+            );
+            state = state.with_upstream(Upstream {
+                cache,
+                signer: Some(signer.clone()),
+            });
+        }
+        let state = app::web(state, &settings.web, &signer);
         let public_origin = settings
             .hostname
             .as_deref()
@@ -208,6 +227,8 @@ async fn wire_aws(
         grants: aws.grants,
         client_secret,
         watching: None,
+        files: aws.artifacts,
+        writer: aws.writer,
     })
 }
 
@@ -237,6 +258,8 @@ async fn wire_local(
         grants: Arc::new(tfreg_local::FileGrantStore::new(state_dir.path())),
         client_secret: settings.identity.oidc_client_secret.clone(),
         watching: Some(indexed.watching),
+        files: indexed.artifacts.clone(),
+        writer: indexed.artifacts,
     })
 }
 

@@ -145,3 +145,18 @@ impl crate::downloads::Presigner for MemoryArtifactStore {
         ))
     }
 }
+
+#[async_trait]
+impl crate::store::ArtifactWriter for MemoryArtifactStore {
+    async fn put_file(&self, key: &str, path: &std::path::Path) -> Result<(), StoreError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| StoreError::with_source(format!("cannot read {}", path.display()), e))?;
+        self.put(key, bytes);
+        Ok(())
+    }
+
+    async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        self.put(key, bytes);
+        Ok(())
+    }
+}

@@ -367,7 +367,9 @@ impl Registry {
 
     /// True when `hostname` is the registry's own: its configured hostname, or the host the
     /// client reached it at (a stack without a custom domain knows no other name for itself).
-    fn is_own(&self, hostname: &Hostname, origin: &Origin) -> bool {
+    /// True when `hostname` is the registry's own (its `--hostname`, or the host the client
+    /// reached it at).
+    pub fn is_own(&self, hostname: &Hostname, origin: &Origin) -> bool {
         self.hostname.as_ref() == Some(hostname)
             || Hostname::parse(origin.authority()).is_ok_and(|h| &h == hostname)
     }
@@ -392,14 +394,7 @@ impl Registry {
                 .map(|(v, _)| v.clone())
                 .collect()
         } else {
-            let id = RecordId::mirror_versions(hostname, provider);
-            match self.metadata.get_document(&id).await? {
-                Some(stored) => documents::decode::<MirrorVersionsDoc>(&id, &stored.body)?
-                    .versions
-                    .into_keys()
-                    .collect(),
-                None => vec![],
-            }
+            self.mirror_uploaded_versions(hostname, provider).await?
         };
         if versions.is_empty() {
             return Err(mirror_not_found(hostname, provider));
@@ -410,6 +405,27 @@ impl Registry {
                 .map(|v| (v.to_string(), Empty {}))
                 .collect(),
         })
+    }
+
+    /// The versions uploaded (or cached from an upstream) under `mirror/<hostname>/`.
+    pub async fn mirror_uploaded_versions(
+        &self,
+        hostname: &Hostname,
+        provider: &ProviderAddress,
+    ) -> Result<Vec<Version>, StoreError> {
+        let id = RecordId::mirror_versions(hostname, provider);
+        Ok(match self.metadata.get_document(&id).await? {
+            Some(stored) => documents::decode::<MirrorVersionsDoc>(&id, &stored.body)?
+                .versions
+                .into_keys()
+                .collect(),
+            None => vec![],
+        })
+    }
+
+    /// How files reach clients.
+    pub fn downloads(&self) -> &Downloads {
+        &self.downloads
     }
 
     /// The packages of one version the mirror offers, read alone: the release document for
@@ -432,6 +448,17 @@ impl Registry {
                 .map(|release| release.packages)
                 .unwrap_or_default());
         }
+        self.mirror_uploads(hostname, provider, version).await
+    }
+
+    /// The packages uploaded (or cached from an upstream) under `mirror/<hostname>/` for one
+    /// version, by platform: a key condition on that version.
+    pub async fn mirror_uploads(
+        &self,
+        hostname: &Hostname,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<BTreeMap<Platform, PackageRecord>, StoreError> {
         let mut uploaded: Vec<PackageRecord> = self
             .metadata
             .query_prefix(

@@ -5,6 +5,7 @@
 //! - [`metadata`]: what requests read ([`MetadataReader`]) and the indexer writes
 //!   ([`MetadataStore`]);
 //! - [`records`]: what the indexer records; [`keys`]: where each record lives;
+//! - [`writer`]: the registry's own writes ([`ArtifactWriter`]: the upstream cache);
 //! - [`error`]: the one storage failure;
 //! - `contract` (feature `test-support`): the tests every adapter passes.
 
@@ -15,6 +16,7 @@ pub mod error;
 pub mod keys;
 pub mod metadata;
 pub mod records;
+pub mod writer;
 
 pub use artifacts::{ArtifactStore, Kept, ObjectBody, ObjectMeta};
 pub use error::{ErrorChain, StoreError};
@@ -24,6 +26,7 @@ pub use records::{
     file_name, KeyRecord, ManifestRecord, ModuleArchive, ModuleSummary, PackageRecord, PinRecord,
     ProblemRecord, Record, SignatureRecord, SignedBy, SumsRecord,
 };
+pub use writer::ArtifactWriter;
 
 /// Where the client reached the registry; kept here too for the paths that name it so.
 pub use crate::origin::Origin;

@@ -35,6 +35,18 @@ pub struct SignedQuery {
     revision: Option<String>,
 }
 
+impl SignedQuery {
+    /// The expiry, if it is a number.
+    pub fn expires_at(&self) -> Option<u64> {
+        self.expires.as_deref().and_then(|e| e.parse().ok())
+    }
+
+    /// The signature, if given.
+    pub fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
+    }
+}
+
 const REFUSED: &str = "this download URL is invalid or has expired: ask the registry for a new one";
 
 /// `GET` and `HEAD /v1/artifacts/<key>?expires=<unix seconds>&signature=<mac>`

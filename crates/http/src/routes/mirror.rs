@@ -1,19 +1,48 @@
-//! The provider network mirror protocol, at `/v1/mirror/`.
+//! The provider network mirror protocol, at `/v1/mirror/`: the registry's own providers,
+//! uploads under `mirror/`, and (with an [`Upstream`] cache) the upstream providers the
+//! operator allows, with the URLs that fetch their packages.
 
-use axum::extract::State;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
+use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::Access;
-use tfreg_core::Hostname;
+use tfreg_core::upstream::{mirror as upstream_mirror, UpstreamCache, UpstreamProvider};
+use tfreg_core::{Hostname, Platform, ProviderAddress};
+use tokio_util::io::ReaderStream;
 
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
+use crate::routes::artifacts::SignedQuery;
 use crate::routes::{provider, version};
 use crate::ApiState;
 
-/// The network mirror protocol's routes, behind the token check.
+/// The upstream cache and the signer of its package URLs (`None`: packages not cached yet
+/// are passed through to the upstream's own URLs).
+#[derive(Clone)]
+pub struct Upstream {
+    /// The cache.
+    pub cache: Arc<UpstreamCache>,
+    /// Signs the URLs that fetch a package.
+    pub signer: Option<Arc<UrlSigner>>,
+}
+
+/// The network mirror protocol's routes, behind the token check, and the upstream cache's
+/// package URLs, authorised by their own signature.
 pub fn routes(state: ApiState) -> axum::Router {
+    let packages = axum::Router::new()
+        .route(
+            "/v1/mirror/{hostname}/{namespace}/{type}/{version}/{file}",
+            axum::routing::get(package),
+        )
+        .with_state(state.clone());
     axum::Router::new()
         .route(
             "/v1/mirror/{hostname}/{namespace}/{type}/{file}",
@@ -24,6 +53,23 @@ pub fn routes(state: ApiState) -> axum::Router {
             crate::middleware::authorize,
         ))
         .with_state(state)
+        .merge(packages)
+}
+
+/// The upstream provider `hostname/provider`, when the cache takes it and it is not the
+/// registry's own.
+fn upstream_of(
+    state: &ApiState,
+    hostname: &Hostname,
+    provider: &ProviderAddress,
+    origin: &tfreg_core::Origin,
+) -> Option<(Upstream, UpstreamProvider)> {
+    let upstream = state.upstream.as_ref()?;
+    if state.registry.is_own(hostname, origin) {
+        return None;
+    }
+    let up = upstream.cache.allowed(hostname, provider)?;
+    Some((upstream.clone(), up))
 }
 
 /// `GET /v1/mirror/:hostname/:namespace/:type/index.json` and `.../:version.json`
@@ -40,17 +86,101 @@ pub async fn mirror(
             "the mirror serves index.json and <version>.json only".into(),
         ));
     };
+    let upstream = upstream_of(&state, &hostname, &provider, &origin);
     if stem == "index" {
-        let index = state
-            .registry
-            .mirror_index(&access, &hostname, &provider, &origin)
-            .await?;
+        let index = match &upstream {
+            Some((u, up)) => upstream_mirror::index(&u.cache, &state.registry, &access, up).await?,
+            None => {
+                state
+                    .registry
+                    .mirror_index(&access, &hostname, &provider, &origin)
+                    .await?
+            }
+        };
         return Ok(Json(index).into_response());
     }
     let version = version(stem)?;
-    let packages = state
-        .registry
-        .mirror_version(&access, &hostname, &provider, &version, &origin)
-        .await?;
+    let packages = match &upstream {
+        Some((u, up)) => {
+            let signer = u.signer.as_deref();
+            upstream_mirror::version(
+                &u.cache,
+                &state.registry,
+                &access,
+                up,
+                &version,
+                &origin,
+                signer,
+            )
+            .await?
+        }
+        None => {
+            state
+                .registry
+                .mirror_version(&access, &hostname, &provider, &version, &origin)
+                .await?
+        }
+    };
     Ok(Json(packages).into_response())
+}
+
+const REFUSED: &str = "this package URL is invalid or has expired: ask the mirror again";
+
+/// `GET /v1/mirror/:hostname/:namespace/:type/:version/:os_:arch.zip?expires=..&signature=..`:
+/// an upstream package, fetched and verified first if it is not cached yet.
+pub async fn package(
+    State(state): State<ApiState>,
+    RequestOrigin(origin): RequestOrigin,
+    JsonPath((hostname, namespace, type_, version_text, file)): JsonPath<(
+        String,
+        String,
+        String,
+        String,
+        String,
+    )>,
+    query: Result<Query<SignedQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Ok(Query(query)) = query else {
+        return Err(ApiError::Forbidden(REFUSED.into()));
+    };
+    let hostname = Hostname::parse(&hostname).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let provider = provider(&namespace, &type_)?;
+    let version = version(&version_text)?;
+    let platform = file
+        .strip_suffix(".zip")
+        .and_then(|p| p.split_once('_'))
+        .and_then(|(os, arch)| Platform::parse(os, arch).ok())
+        .ok_or_else(|| ApiError::NotFound("no such package".into()))?;
+    let Some((upstream, up)) = upstream_of(&state, &hostname, &provider, &origin) else {
+        return Err(ApiError::NotFound("no such package".into()));
+    };
+    let Some(signer) = &upstream.signer else {
+        return Err(ApiError::NotFound("no such package".into()));
+    };
+    let (Some(expires), Some(signature)) = (query.expires_at(), query.signature()) else {
+        return Err(ApiError::Forbidden(REFUSED.into()));
+    };
+    let key = up.package_key(&version, &platform);
+    if let Err(reason) = signer.verify(&key, None, expires, signature, SystemTime::now()) {
+        tracing::info!(%reason, "refused an upstream package URL");
+        return Err(ApiError::Forbidden(REFUSED.into()));
+    }
+    let package = upstream.cache.package(&up, &version, &platform).await?;
+    let file = tokio::fs::File::from_std(package.file);
+    // The spool file (if any) lives as long as the answer's body.
+    let keep = package.spool;
+    let stream = ReaderStream::new(file);
+    let body = Body::from_stream(futures_util::StreamExt::map(stream, move |chunk| {
+        let _ = &keep;
+        chunk
+    }));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/zip".to_owned()),
+            (header::CONTENT_LENGTH, package.size.to_string()),
+            (header::CACHE_CONTROL, "private, no-store".to_owned()),
+        ],
+        body,
+    )
+        .into_response())
 }

@@ -12,6 +12,7 @@ mod lookup;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod writer;
 
 use std::io;
 use std::os::fd::OwnedFd;

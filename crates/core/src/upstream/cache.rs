@@ -1,0 +1,482 @@
+//! The cache itself: per provider, one version list refreshed after a bounded time (and at
+//! once for a version it does not hold); per release and per package, one fetch at a time
+//! whoever asks (later askers wait for it and share its result); all fetches together under
+//! one bound. What is verified is written to the store and served from it from then on.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::fetch::{self, unix_now};
+use super::record::{encode, PlatformPackage, Refusal};
+use super::{
+    FetchMode, ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider, UpstreamSettings,
+    VersionList,
+};
+use crate::names::{Hostname, Platform, ProviderAddress};
+use crate::store::{ArtifactStore, ArtifactWriter};
+use crate::version::Version;
+
+/// How soon a failed refresh is tried again (sooner than a good list is refreshed).
+const RETRY_FAILED: Duration = Duration::from_secs(30);
+/// Largest record read back from the store.
+const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+/// Most entries kept per kind; entries not in use are dropped past it.
+const MAX_SLOTS: usize = 10_000;
+
+/// One lock per item, so one fetch serves every request for it.
+struct Slots<K, V> {
+    map: Mutex<HashMap<K, Arc<tokio::sync::Mutex<V>>>>,
+}
+
+impl<K: Eq + Hash + Clone, V: Default> Slots<K, V> {
+    fn new() -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, key: &K) -> Arc<tokio::sync::Mutex<V>> {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_SLOTS && !map.contains_key(key) {
+            map.retain(|_, slot| Arc::strong_count(slot) > 1);
+        }
+        map.entry(key.clone()).or_default().clone()
+    }
+}
+
+#[derive(Default)]
+struct ListSlot {
+    loaded: bool,
+    list: Option<VersionList>,
+    checked: Option<Instant>,
+    failure: Option<String>,
+}
+
+#[derive(Default)]
+struct ReleaseSlot {
+    record: Option<Arc<ReleaseRecord>>,
+    refused: Option<(Instant, String)>,
+}
+
+/// A provider's versions as the mirror lists them.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The list (upstream's last good answer, plus what is cached for good).
+    pub list: VersionList,
+    /// Why the list may be out of date: the last refresh failed.
+    pub stale: Option<String>,
+}
+
+/// One platform's package of a verified release, as the mirror offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorPackage {
+    /// Its platform.
+    pub platform: Platform,
+    /// Where the cache stores it (`mirror/...`).
+    pub key: String,
+    /// From the verified SHA256SUMS.
+    pub package: PlatformPackage,
+}
+
+/// A package ready to serve: verified, in a local file.
+pub struct PackageFile {
+    /// The open file.
+    pub file: std::fs::File,
+    /// Its size.
+    pub size: u64,
+    /// The spool file it was read into, if any: deleted when dropped, so it must live as
+    /// long as the file is read.
+    pub spool: Option<tempfile::NamedTempFile>,
+}
+
+/// The pull-through cache of upstream providers.
+pub struct UpstreamCache {
+    settings: UpstreamSettings,
+    client: Arc<dyn UpstreamClient>,
+    files: Arc<dyn ArtifactStore>,
+    writer: Arc<dyn ArtifactWriter>,
+    lists: Slots<UpstreamProvider, ListSlot>,
+    releases: Slots<(UpstreamProvider, Version), ReleaseSlot>,
+    packages: Slots<String, ()>,
+    fetches: Arc<Semaphore>,
+    spool: Option<PathBuf>,
+}
+
+impl UpstreamCache {
+    /// A cache fetching with `client`, reading from `files` and storing with `writer`;
+    /// packages are spooled in `spool` (else the system's temporary folder).
+    pub fn new(
+        settings: UpstreamSettings,
+        client: Arc<dyn UpstreamClient>,
+        files: Arc<dyn ArtifactStore>,
+        writer: Arc<dyn ArtifactWriter>,
+        spool: Option<PathBuf>,
+    ) -> Arc<Self> {
+        let fetches = Arc::new(Semaphore::new(settings.max_fetches.max(1)));
+        Arc::new(Self {
+            settings,
+            client,
+            files,
+            writer,
+            lists: Slots::new(),
+            releases: Slots::new(),
+            packages: Slots::new(),
+            fetches,
+            spool,
+        })
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> &UpstreamSettings {
+        &self.settings
+    }
+
+    /// The upstream provider `host/provider`, if the allow-list takes it.
+    pub fn allowed(&self, host: &Hostname, provider: &ProviderAddress) -> Option<UpstreamProvider> {
+        self.settings
+            .rules
+            .allows(host, provider)
+            .then(|| UpstreamProvider {
+                host: host.clone(),
+                provider: provider.clone(),
+            })
+    }
+
+    async fn permit(&self, up: &UpstreamProvider) -> Result<OwnedSemaphorePermit, UpstreamError> {
+        let acquire = Arc::clone(&self.fetches).acquire_owned();
+        match tokio::time::timeout(self.settings.queue_wait, acquire).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(UpstreamError::Busy(format!(
+                "the registry is fetching {} other upstream files at once; {up} waits: try again shortly",
+                self.settings.max_fetches
+            ))),
+        }
+    }
+
+    async fn read_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, UpstreamError> {
+        let Some(body) = self.files.open(key).await? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        body.reader
+            .take(MAX_RECORD_BYTES)
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| UpstreamError::Internal(format!("cannot read {key}: {e}")))?;
+        match serde_json::from_slice(&bytes) {
+            Ok(record) => Ok(Some(record)),
+            Err(e) => {
+                // A damaged record is fetched again, never trusted.
+                tracing::warn!(key, error = %e, "an upstream cache record does not parse; fetching again");
+                Ok(None)
+            }
+        }
+    }
+
+    async fn write(&self, key: &str, bytes: Vec<u8>) {
+        if let Err(e) = self.writer.put_bytes(key, bytes).await {
+            tracing::warn!(key, error = %crate::store::ErrorChain(&e), "cannot store an upstream cache record");
+        }
+    }
+
+    /// The provider's versions: the last good list, refreshed when older than the refresh
+    /// time (or at once with `force`). An upstream failure leaves the last good list served,
+    /// marked stale; with no list at all, the failure is the answer.
+    pub async fn versions(
+        &self,
+        up: &UpstreamProvider,
+        force: bool,
+    ) -> Result<Listing, UpstreamError> {
+        let slot = self.lists.get(up);
+        let mut s = slot.lock().await;
+        if !s.loaded {
+            s.list = self.read_json(&up.list_key()).await?;
+            s.failure = s
+                .list
+                .as_ref()
+                .and_then(|l| l.last_failure.as_ref())
+                .map(|f| f.reason.clone());
+            s.loaded = true;
+        }
+        let wait = if s.failure.is_some() {
+            RETRY_FAILED.min(self.settings.refresh)
+        } else {
+            self.settings.refresh
+        };
+        let due = s.checked.is_none_or(|t| t.elapsed() >= wait);
+        if due || force {
+            s.checked = Some(Instant::now());
+            match fetch::version_list(self.client.as_ref(), up).await {
+                Ok(mut fresh) => {
+                    if let Some(old) = &s.list {
+                        for version in &old.cached {
+                            if let Some(entry) = old.versions.get(version) {
+                                fresh
+                                    .versions
+                                    .entry(version.clone())
+                                    .or_insert(entry.clone());
+                            }
+                        }
+                        fresh.cached = old.cached.clone();
+                    }
+                    self.write(&up.list_key(), encode(&fresh)).await;
+                    s.list = Some(fresh);
+                    s.failure = None;
+                }
+                Err(UpstreamError::NotFound(m)) if s.list.is_none() => {
+                    return Err(UpstreamError::NotFound(m))
+                }
+                Err(e) => {
+                    tracing::warn!(provider = %up, error = %e, "an upstream version list could not be refreshed");
+                    let reason = e.to_string();
+                    if let Some(list) = s.list.as_mut() {
+                        list.last_failure = Some(Refusal {
+                            at: unix_now(),
+                            reason: reason.clone(),
+                        });
+                        let bytes = encode(&*list);
+                        self.write(&up.list_key(), bytes).await;
+                    }
+                    s.failure = Some(reason);
+                }
+            }
+        }
+        match &s.list {
+            Some(list) => Ok(Listing {
+                list: list.clone(),
+                stale: s.failure.clone(),
+            }),
+            None => Err(UpstreamError::Unreachable(
+                s.failure
+                    .clone()
+                    .unwrap_or_else(|| format!("the upstream registry {} did not answer", up.host)),
+            )),
+        }
+    }
+
+    async fn mark_cached(&self, up: &UpstreamProvider, version: &Version) {
+        let slot = self.lists.get(up);
+        let mut s = slot.lock().await;
+        if let Some(list) = s.list.as_mut() {
+            if list.cached.insert(version.clone()) {
+                let bytes = encode(&*list);
+                self.write(&up.list_key(), bytes).await;
+            }
+        }
+    }
+
+    /// One verified release: from memory, else the store, else fetched from the upstream
+    /// (refreshing the list first if it does not hold the version) and verified.
+    pub async fn release(
+        &self,
+        up: &UpstreamProvider,
+        version: &Version,
+    ) -> Result<Arc<ReleaseRecord>, UpstreamError> {
+        let slot = self.releases.get(&(up.clone(), version.clone()));
+        let mut s = slot.lock().await;
+        if let Some(record) = &s.record {
+            return Ok(Arc::clone(record));
+        }
+        if let Some(record) = self
+            .read_json::<ReleaseRecord>(&up.release_key(version))
+            .await?
+        {
+            let record = Arc::new(record);
+            s.record = Some(Arc::clone(&record));
+            return Ok(record);
+        }
+        if let Some((at, reason)) = &s.refused {
+            if at.elapsed() < self.settings.refresh.min(RETRY_FAILED * 10) {
+                return Err(UpstreamError::Refused(reason.clone()));
+            }
+        }
+        let mut listing = self.versions(up, false).await?;
+        if !listing.list.versions.contains_key(version) {
+            listing = self.versions(up, true).await?;
+        }
+        let Some(entry) = listing.list.versions.get(version) else {
+            let why = listing
+                .stale
+                .map(|f| format!(" (its list could not be refreshed: {f})"))
+                .unwrap_or_default();
+            return Err(UpstreamError::NotFound(format!(
+                "the upstream registry {} has no version {version} of {}{why}",
+                up.host, up.provider
+            )));
+        };
+        let _permit = self.permit(up).await?;
+        match fetch::release(self.client.as_ref(), up, version, &entry.platforms).await {
+            Ok(record) => {
+                self.write(&up.release_key(version), encode(&record)).await;
+                let record = Arc::new(record);
+                s.record = Some(Arc::clone(&record));
+                drop(s);
+                self.mark_cached(up, version).await;
+                Ok(record)
+            }
+            Err(UpstreamError::Refused(reason)) => {
+                self.refuse(up, version, &reason).await;
+                s.refused = Some((Instant::now(), reason.clone()));
+                Err(UpstreamError::Refused(reason))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn refuse(&self, up: &UpstreamProvider, version: &Version, reason: &str) {
+        tracing::warn!(provider = %up, %version, reason, "refused an upstream release");
+        let refusal = Refusal {
+            at: unix_now(),
+            reason: reason.to_owned(),
+        };
+        self.write(&up.refusal_key(version), encode(&refusal)).await;
+    }
+
+    /// The packages of a verified release, by platform.
+    pub async fn packages(
+        &self,
+        up: &UpstreamProvider,
+        version: &Version,
+    ) -> Result<Vec<MirrorPackage>, UpstreamError> {
+        let record = self.release(up, version).await?;
+        Ok(record
+            .platforms
+            .iter()
+            .filter_map(|(platform, package)| {
+                let (os, arch) = platform.split_once('_')?;
+                let platform = Platform::parse(os, arch).ok()?;
+                Some(MirrorPackage {
+                    key: up.package_key(version, &platform),
+                    platform,
+                    package: package.clone(),
+                })
+            })
+            .collect())
+    }
+
+    /// One package, verified and stored: what is stored already when it matches the signed
+    /// SHA256SUMS, else fetched now.
+    pub async fn package(
+        &self,
+        up: &UpstreamProvider,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<PackageFile, UpstreamError> {
+        let record = self.release(up, version).await?;
+        let Some(package) = record.platforms.get(&platform.to_string()).cloned() else {
+            return Err(UpstreamError::NotFound(format!(
+                "{up} {version} has no package for {platform} at the upstream"
+            )));
+        };
+        let key = up.package_key(version, platform);
+        let slot = self.packages.get(&key);
+        let _one_at_a_time = slot.lock().await;
+        if let Some(stored) = self.stored(&key, &package).await? {
+            return Ok(stored);
+        }
+        let _permit = self.permit(up).await?;
+        let spool = self.spool_file()?;
+        let fetched = fetch::package(
+            self.client.as_ref(),
+            up,
+            version,
+            &package,
+            self.settings.max_package_bytes,
+            spool.path(),
+        )
+        .await;
+        if let Err(UpstreamError::Refused(reason)) = &fetched {
+            self.refuse(up, version, reason).await;
+        }
+        fetched?;
+        self.writer.put_file(&key, spool.path()).await?;
+        tracing::info!(provider = %up, %version, %platform, "cached an upstream package");
+        let file = spool.reopen().map_err(|e| {
+            UpstreamError::Internal(format!("cannot reopen a spooled package: {e}"))
+        })?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(PackageFile {
+            file,
+            size,
+            spool: Some(spool),
+        })
+    }
+
+    fn spool_file(&self) -> Result<tempfile::NamedTempFile, UpstreamError> {
+        match &self.spool {
+            Some(dir) => tempfile::NamedTempFile::new_in(dir),
+            None => tempfile::NamedTempFile::new(),
+        }
+        .map_err(|e| UpstreamError::Internal(format!("cannot create a spool file: {e}")))
+    }
+
+    /// The stored package at `key`, checked against the signed SHA256SUMS before it is
+    /// served; `None` when nothing is stored.
+    async fn stored(
+        &self,
+        key: &str,
+        package: &PlatformPackage,
+    ) -> Result<Option<PackageFile>, UpstreamError> {
+        let Some(body) = self.files.open(key).await? else {
+            return Ok(None);
+        };
+        let (file, spool) = match body.into_file() {
+            Ok((file, _)) => (file, None),
+            Err(body) => {
+                let spool = self.spool_file()?;
+                let mut out = tokio::fs::File::create(spool.path())
+                    .await
+                    .map_err(|e| UpstreamError::Internal(e.to_string()))?;
+                let mut limited = body.reader.take(self.settings.max_package_bytes);
+                tokio::io::copy(&mut limited, &mut out)
+                    .await
+                    .map_err(|e| UpstreamError::Internal(format!("cannot read {key}: {e}")))?;
+                let file = spool
+                    .reopen()
+                    .map_err(|e| UpstreamError::Internal(e.to_string()))?;
+                (file, Some(spool))
+            }
+        };
+        let check = file
+            .try_clone()
+            .map_err(|e| UpstreamError::Internal(e.to_string()))?;
+        let sha256 = tokio::task::spawn_blocking(move || crate::hash::sha256_hex(&check))
+            .await
+            .map_err(|e| UpstreamError::Internal(e.to_string()))?
+            .map_err(|e| UpstreamError::Internal(format!("cannot read {key}: {e}")))?;
+        if sha256 != package.sha256 {
+            return Err(UpstreamError::Refused(format!(
+                "{key} holds other bytes than the upstream's signed SHA256SUMS lists for it \
+                 (sha256 {sha256}, expected {}): remove it and it is fetched again",
+                package.sha256
+            )));
+        }
+        use std::io::Seek;
+        let mut file = file;
+        file.rewind()
+            .map_err(|e| UpstreamError::Internal(e.to_string()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(Some(PackageFile { file, size, spool }))
+    }
+
+    /// In pass-through mode: fetch a package into the cache in the background, if a fetch is
+    /// free now (else a later request asks again).
+    pub fn prefetch(self: &Arc<Self>, up: UpstreamProvider, version: Version, platform: Platform) {
+        if self.settings.fetch != FetchMode::PassThrough || self.fetches.available_permits() == 0 {
+            return;
+        }
+        let cache = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Err(e) = cache.package(&up, &version, &platform).await {
+                tracing::warn!(provider = %up, %version, %platform, error = %e, "could not cache an upstream package");
+            }
+        });
+    }
+}

@@ -1,0 +1,137 @@
+//! The upstream cache's settings, one definition for `tfreg serve`, `tfreg sync` and the
+//! mirror function (clap, each with its environment variable).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tfreg_core::upstream::{FetchMode, Rules, UpstreamSettings};
+
+use crate::{parse_host, ClientSettings, HttpUpstream};
+
+/// How to reach upstream registries (shared by the cache and `tfreg sync`).
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientArgs {
+    /// Reads HOST's service discovery at URL/.well-known/terraform.json instead of
+    /// https://HOST/ (as a Terraform CLI `host` block): `HOST=URL`, repeatable.
+    #[arg(
+        long = "upstream-host",
+        env = "TFREG_UPSTREAM_HOSTS",
+        value_delimiter = ','
+    )]
+    pub hosts: Vec<String>,
+
+    /// PEM certificates trusted for upstream registries, beside the built-in web roots.
+    #[arg(long = "upstream-ca", env = "TFREG_UPSTREAM_CA")]
+    pub ca: Option<PathBuf>,
+
+    /// How long each upstream metadata call may take.
+    #[arg(long = "upstream-timeout", env = "TFREG_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+}
+
+impl ClientArgs {
+    /// The HTTP client, or why the settings cannot work.
+    pub fn client(&self) -> Result<HttpUpstream, String> {
+        let hosts = self
+            .hosts
+            .iter()
+            .filter(|h| !h.trim().is_empty())
+            .map(|h| parse_host(h).map_err(|e| format!("--upstream-host {e}")))
+            .collect::<Result<_, _>>()?;
+        let extra_ca = match &self.ca {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| format!("--upstream-ca: cannot read {}: {e}", path.display()))?,
+            ),
+            None => None,
+        };
+        if self.timeout < Duration::from_secs(1) || self.timeout > Duration::from_secs(25) {
+            return Err("--upstream-timeout must be between 1s and 25s".into());
+        }
+        HttpUpstream::new(ClientSettings {
+            hosts,
+            extra_ca,
+            timeout: self.timeout,
+            ..ClientSettings::default()
+        })
+    }
+}
+
+/// The pull-through cache of upstream providers in the network mirror.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamArgs {
+    /// Upstream providers the mirror fetches and caches: HOST/NAMESPACE/TYPE, `*` within a
+    /// part (`registry.terraform.io/hashicorp/*`); repeatable. None by default.
+    #[arg(long = "upstream", env = "TFREG_UPSTREAM", value_delimiter = ',')]
+    pub patterns: Vec<String>,
+
+    /// The longest an upstream version list is served before the upstream is asked again
+    /// (a version not in it is asked for at once).
+    #[arg(long = "upstream-refresh", env = "TFREG_UPSTREAM_REFRESH", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub refresh: Duration,
+
+    /// How a package not cached yet reaches Terraform: `wait` (this registry fetches,
+    /// verifies and stores it, then serves it) or `pass-through` (the upstream's own URL
+    /// with its checksum, cached meanwhile).
+    #[arg(
+        long = "upstream-fetch",
+        env = "TFREG_UPSTREAM_FETCH",
+        default_value = "wait"
+    )]
+    pub fetch: FetchMode,
+
+    /// Most upstream fetches at once, across all clients.
+    #[arg(
+        long = "upstream-max-fetches",
+        env = "TFREG_UPSTREAM_MAX_FETCHES",
+        default_value_t = 4
+    )]
+    pub max_fetches: usize,
+
+    /// How upstream registries are reached.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+impl Default for UpstreamArgs {
+    fn default() -> Self {
+        Self {
+            patterns: vec![],
+            refresh: Duration::from_secs(300),
+            fetch: FetchMode::Wait,
+            max_fetches: 4,
+            client: ClientArgs {
+                timeout: Duration::from_secs(10),
+                ..ClientArgs::default()
+            },
+        }
+    }
+}
+
+impl UpstreamArgs {
+    /// The cache's settings and client, `None` when no upstream is allowed; or why the
+    /// settings cannot work.
+    pub fn configured(&self) -> Result<Option<(UpstreamSettings, HttpUpstream)>, String> {
+        let rules = Rules::parse(&self.patterns).map_err(|e| format!("--upstream: {e}"))?;
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        if self.refresh < Duration::from_secs(1) || self.refresh > Duration::from_secs(3600) {
+            return Err("--upstream-refresh must be between 1s and 1h".into());
+        }
+        if self.max_fetches == 0 || self.max_fetches > 64 {
+            return Err("--upstream-max-fetches must be between 1 and 64".into());
+        }
+        let client = self.client.client()?;
+        Ok(Some((
+            UpstreamSettings {
+                rules,
+                refresh: self.refresh,
+                fetch: self.fetch,
+                max_fetches: self.max_fetches,
+                ..UpstreamSettings::default()
+            },
+            client,
+        )))
+    }
+}
