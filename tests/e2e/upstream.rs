@@ -648,9 +648,14 @@ fn peak_memory_mib(pid: u32) -> u64 {
 
 #[test]
 fn hostile_upstream_answers_end_in_a_bounded_502_and_the_server_keeps_serving() {
-    // Given a registry whose upstream calls may take 3 seconds each,
+    // Given a registry whose upstream calls may take 3 seconds each, and which asks again a
+    // second after a failure,
     let upstream = Upstream::start();
-    let cache = Cache::start(&upstream, &[ACME], &["--upstream-timeout", "3s"]);
+    let cache = Cache::start(
+        &upstream,
+        &[ACME],
+        &["--upstream-timeout", "3s", "--upstream-refresh", "1s"],
+    );
     let elsewhere = upstream.server().url.replace("127.0.0.1", "localhost");
     let faults = [
         Fault::Huge,
@@ -663,6 +668,7 @@ fn hostile_upstream_answers_end_in_a_bounded_502_and_the_server_keeps_serving() 
         // when the upstream answers with a huge, slow or no body, a redirect to another
         // host, or invalid JSON,
         upstream.set(fault.clone());
+        upstream.proxy().clear_seen();
         for path in [
             "/v1/mirror/registry.upstream.test/acme/widget/index.json",
             "/v1/mirror/registry.upstream.test/acme/widget/1.1.0.json",
@@ -678,6 +684,13 @@ fn hostile_upstream_answers_end_in_a_bounded_502_and_the_server_keeps_serving() 
                 panic!("{fault:?}: GET {path}: not a JSON error ({e}): {body}")
             });
         }
+        let asked = upstream.proxy().seen_containing("/v1/providers/");
+        assert!(
+            !asked.is_empty(),
+            "{fault:?}: the registry never asked the upstream (it answered from an earlier failure)"
+        );
+        // (Past the registry's wait before asking again after a failure.)
+        std::thread::sleep(Duration::from_millis(1100));
     }
     // The server never held the huge body in memory,
     let peak = peak_memory_mib(cache.server.pid());
