@@ -776,3 +776,50 @@ fn tfreg_sync_copies_upstream_providers_into_a_data_dir_that_then_serves_them_of
         "{output}"
     );
 }
+
+#[test]
+fn in_pass_through_mode_terraform_downloads_from_the_upstream_and_the_cache_fills_behind() {
+    // Given a registry handing out the upstream's own package URLs,
+    let upstream = Upstream::start();
+    let cache = Cache::start(&upstream, &[ACME], &["--upstream-fetch", "pass-through"]);
+    let [own, _] = Upstream::platforms();
+
+    // when Terraform (trusting both certificates) installs acme/widget through the mirror,
+    let certs = TempDir::new().unwrap();
+    let bundle = certs.path().join("both.pem");
+    let mut pem = std::fs::read(&cache.server.cert).unwrap();
+    pem.extend(std::fs::read(upstream.cert()).unwrap());
+    std::fs::write(&bundle, pem).unwrap();
+    let tf = Terraform::new(&mirror_config(&cache.server.url), &bundle);
+    tf.write("main.tf", &requires_provider("widget", WIDGET, "~> 1.0"));
+    let output = init(&tf, "pass-through install");
+
+    // then it got the package from the upstream, checked against the upstream's zh: hash,
+    assert!(
+        output.contains(&format!("Installed {WIDGET} v1.1.0")),
+        "{output}"
+    );
+    let zip = format!("terraform-provider-widget_1.1.0_{own}.zip");
+    assert!(
+        !upstream.proxy().seen_containing(&zip).is_empty(),
+        "{zip} was never downloaded from the upstream: {:?}",
+        upstream.proxy().seen()
+    );
+    let log = cache.server.log();
+    let served: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("tfreg::access") && l.contains(".zip"))
+        .collect();
+    assert!(
+        served.is_empty(),
+        "Terraform downloaded the package from the registry, not the upstream: {served:?}"
+    );
+    // and the registry caches the package behind it.
+    let package = package_key("widget", "1.1.0", &own);
+    let cached = tfreg_e2e::wait_until(Duration::from_secs(20), || cache.has(&package));
+    assert!(
+        cached,
+        "{package} was not cached in the background; the data dir holds {:?}",
+        cache.files_under("")
+    );
+}
