@@ -16,8 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::fetch::{self, unix_now};
 use super::record::{encode, PlatformPackage, Refusal};
 use super::{
-    FetchMode, ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider, UpstreamSettings,
-    VersionList,
+    Background, FetchMode, ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider,
+    UpstreamSettings, VersionList,
 };
 use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::store::{ArtifactStore, ArtifactWriter};
@@ -160,6 +160,22 @@ impl UpstreamCache {
         }
     }
 
+    async fn within_deadline<T>(
+        &self,
+        up: &UpstreamProvider,
+        work: impl std::future::Future<Output = Result<T, UpstreamError>>,
+    ) -> Result<T, UpstreamError> {
+        tokio::time::timeout(self.settings.deadline, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(UpstreamError::Unreachable(format!(
+                    "the upstream registry {} did not answer for {up} within {}s",
+                    up.host,
+                    self.settings.deadline.as_secs()
+                )))
+            })
+    }
+
     async fn read_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, UpstreamError> {
         let Some(body) = self.files.open(key).await? else {
             return Ok(None);
@@ -213,7 +229,10 @@ impl UpstreamCache {
         let due = s.checked.is_none_or(|t| t.elapsed() >= wait);
         if due || force {
             s.checked = Some(Instant::now());
-            match fetch::version_list(self.client.as_ref(), up).await {
+            match self
+                .within_deadline(up, fetch::version_list(self.client.as_ref(), up))
+                .await
+            {
                 Ok(mut fresh) => {
                     if let Some(old) = &s.list {
                         for version in &old.cached {
@@ -312,7 +331,8 @@ impl UpstreamCache {
             )));
         };
         let _permit = self.permit(up).await?;
-        match fetch::release(self.client.as_ref(), up, version, &entry.platforms).await {
+        let fetched = fetch::release(self.client.as_ref(), up, version, &entry.platforms);
+        match self.within_deadline(up, fetched).await {
             Ok(record) => {
                 self.write(&up.release_key(version), encode(&record)).await;
                 let record = Arc::new(record);
@@ -466,10 +486,29 @@ impl UpstreamCache {
         Ok(Some(PackageFile { file, size, spool }))
     }
 
-    /// In pass-through mode: fetch a package into the cache in the background, if a fetch is
-    /// free now (else a later request asks again).
-    pub fn prefetch(self: &Arc<Self>, up: UpstreamProvider, version: Version, platform: Platform) {
-        if self.settings.fetch != FetchMode::PassThrough || self.fetches.available_permits() == 0 {
+    /// In pass-through mode: has a package fetched into the cache in the background: here,
+    /// if a fetch is free now (else a later request asks again), or by the fetcher function.
+    pub async fn prefetch(
+        self: &Arc<Self>,
+        up: UpstreamProvider,
+        version: Version,
+        platform: Platform,
+    ) {
+        if self.settings.fetch != FetchMode::PassThrough {
+            return;
+        }
+        if self.settings.background == Background::Requested {
+            let request = serde_json::json!({
+                "provider": up.to_string(),
+                "version": version.to_string(),
+                "platform": platform.to_string(),
+                "at": unix_now(),
+            });
+            self.write(&up.fetch_request_key(&version, &platform), encode(&request))
+                .await;
+            return;
+        }
+        if self.fetches.available_permits() == 0 {
             return;
         }
         let cache = Arc::clone(self);
@@ -478,5 +517,32 @@ impl UpstreamCache {
                 tracing::warn!(provider = %up, %version, %platform, error = %e, "could not cache an upstream package");
             }
         });
+    }
+}
+
+impl UpstreamCache {
+    /// The fetcher's work for one stored key: a fetch request (`upstream/.../fetch/...`)
+    /// fetches, verifies and stores its package, unless it is stored already. Other keys are
+    /// not its business (`Ok(false)`).
+    pub async fn fetch_requested(&self, key: &str) -> Result<bool, UpstreamError> {
+        let Some((up, version, platform)) = UpstreamProvider::from_fetch_request_key(key) else {
+            return Ok(false);
+        };
+        if !self.settings.rules.allows(&up.host, &up.provider) {
+            tracing::warn!(
+                key,
+                "a fetch request for a provider the allow-list does not take; ignored"
+            );
+            return Ok(false);
+        }
+        if self
+            .files
+            .head(&up.package_key(&version, &platform))
+            .await?
+            .is_some()
+        {
+            return Ok(true);
+        }
+        self.package(&up, &version, &platform).await.map(|_| true)
     }
 }

@@ -104,7 +104,9 @@ pub async fn version(
                 hashes: vec![zh],
             },
             (None, _, _) => {
-                cache.prefetch(up.clone(), version.clone(), package.platform.clone());
+                cache
+                    .prefetch(up.clone(), version.clone(), package.platform.clone())
+                    .await;
                 MirrorArchive {
                     url: package.package.download_url.clone(),
                     hashes: vec![zh],

@@ -12,9 +12,12 @@ pub mod mirror;
 pub mod protocol;
 pub mod record;
 pub mod rules;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
+pub use cache::Listing;
 pub use cache::{MirrorPackage, PackageFile, UpstreamCache};
 pub use client::{CallError, UpstreamClient};
 pub use record::{ReleaseRecord, UpstreamProvider, VersionList, UPSTREAM_PREFIX};
@@ -60,6 +63,23 @@ pub struct UpstreamSettings {
     pub max_fetches: usize,
     /// How long a request may wait for a free fetch before it is told to come back.
     pub queue_wait: Duration,
+    /// The most time all the upstream calls for one list or one release may take together
+    /// (within API Gateway's 30 seconds on AWS).
+    pub deadline: Duration,
+    /// Where background fetches of packages run (pass-through mode).
+    pub background: Background,
+}
+
+/// Where a package wanted in pass-through mode is fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Background {
+    /// In this process (a long-running server).
+    #[default]
+    Here,
+    /// By whoever watches the store: a request object is written under
+    /// `upstream/.../fetch/` and the fetcher function, fed by the bucket's events, fetches
+    /// it (the AWS shape, where a function is frozen once it has answered).
+    Requested,
 }
 
 impl Default for UpstreamSettings {
@@ -71,6 +91,8 @@ impl Default for UpstreamSettings {
             max_package_bytes: crate::hash::PackageLimits::default().max_package_bytes,
             max_fetches: 4,
             queue_wait: Duration::from_secs(20),
+            deadline: Duration::from_secs(25),
+            background: Background::Here,
         }
     }
 }

@@ -54,6 +54,32 @@ impl UpstreamProvider {
         )
     }
 
+    /// The key of a request to fetch one package (pass-through mode on AWS): the fetcher
+    /// function, fed by the bucket's events, fetches what it names.
+    pub fn fetch_request_key(&self, version: &Version, platform: &Platform) -> String {
+        format!("{}/fetch/{version}_{platform}.json", self.folder())
+    }
+
+    /// Reads a fetch request's key back into what it asks for.
+    pub fn from_fetch_request_key(key: &str) -> Option<(UpstreamProvider, Version, Platform)> {
+        let rest = key.strip_prefix(UPSTREAM_PREFIX)?;
+        let [host, namespace, type_, "fetch", file] = rest.split('/').collect::<Vec<_>>()[..]
+        else {
+            return None;
+        };
+        let stem = file.strip_suffix(".json")?;
+        let (version, platform) = stem.split_once('_')?;
+        let (os, arch) = platform.split_once('_')?;
+        Some((
+            UpstreamProvider {
+                host: Hostname::parse(host).ok()?,
+                provider: ProviderAddress::parse(namespace, type_).ok()?,
+            },
+            Version::parse(version).ok()?,
+            Platform::parse(os, arch).ok()?,
+        ))
+    }
+
     /// Reads `upstream/H/N/T/<file>` back into the provider and the file name.
     pub fn from_key(key: &str) -> Option<(UpstreamProvider, &str)> {
         let rest = key.strip_prefix(UPSTREAM_PREFIX)?;
@@ -162,12 +188,22 @@ mod tests {
             p.release_key(&v),
             "upstream/registry.terraform.io/hashicorp/aws/5.1.0.json"
         );
-        let (back, file) = UpstreamProvider::from_key(&p.refusal_key(&v)).unwrap();
+        let refusal = p.refusal_key(&v);
+        let (back, file) = UpstreamProvider::from_key(&refusal).unwrap();
         assert_eq!((back, file), (p.clone(), "5.1.0.refused.json"));
         let platform = Platform::parse("linux", "amd64").unwrap();
         assert_eq!(
             p.package_key(&v, &platform),
             "mirror/registry.terraform.io/hashicorp/aws/terraform-provider-aws_5.1.0_linux_amd64.zip"
+        );
+        let request = p.fetch_request_key(&v, &platform);
+        assert_eq!(
+            UpstreamProvider::from_fetch_request_key(&request),
+            Some((p.clone(), v.clone(), platform.clone()))
+        );
+        assert_eq!(
+            UpstreamProvider::from_fetch_request_key(&p.release_key(&v)),
+            None
         );
         assert!(matches!(
             crate::layout::classify(&p.package_key(&v, &platform)),
