@@ -499,7 +499,8 @@ fn a_new_upstream_release_installs_at_once_whatever_the_refresh_interval() {
 }
 
 #[test]
-fn with_the_upstream_stopped_cached_providers_install_and_uncached_ones_fail_fast() {
+fn with_the_upstream_stopped_cached_providers_install_and_uncached_ones_fail_fast_until_it_returns()
+{
     // Given a registry that installed acme/widget, whose lists go stale after a second,
     let mut upstream = Upstream::start();
     let cache = Cache::start(&upstream, &[ACME], &["--upstream-refresh", "1s"]);
@@ -538,6 +539,16 @@ fn with_the_upstream_stopped_cached_providers_install_and_uncached_ones_fail_fas
     assert!(
         status.to_lowercase().contains("stale"),
         "tfreg status does not mark the last good list stale:\n{status}"
+    );
+
+    // Once the upstream is back (and the registry's wait after a failure is over), the
+    // provider that failed installs.
+    upstream.resume();
+    std::thread::sleep(Duration::from_millis(1100));
+    let output = init(&uncached, "acme/gadget once the upstream is back");
+    assert!(
+        output.contains("Installed registry.upstream.test/acme/gadget v2.0.0"),
+        "{output}"
     );
 }
 
