@@ -280,25 +280,6 @@ async fn file_part(
         .await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn part_sizes_stay_within_s3s_bounds() {
-        let config = aws_sdk_s3::Config::builder()
-            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-            .build();
-        let uploader = Uploader::new(Client::from_conf(config), "b");
-        assert_eq!(uploader.part_size(), DEFAULT_PART_SIZE);
-        assert_eq!(
-            uploader.clone().with_part_size(1).part_size(),
-            MIN_PART_SIZE
-        );
-        assert_eq!(uploader.with_part_size(u64::MAX).part_size(), MAX_PART_SIZE);
-    }
-}
-
 /// The upstream cache's writes into the bucket: verified packages (in parts past the part
 /// size) and small JSON records.
 #[async_trait::async_trait]
@@ -333,5 +314,24 @@ fn content_type(key: &str) -> &'static str {
         "application/json"
     } else {
         "application/zip"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_sizes_stay_within_s3s_bounds() {
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .build();
+        let uploader = Uploader::new(Client::from_conf(config), "b");
+        assert_eq!(uploader.part_size(), DEFAULT_PART_SIZE);
+        assert_eq!(
+            uploader.clone().with_part_size(1).part_size(),
+            MIN_PART_SIZE
+        );
+        assert_eq!(uploader.with_part_size(u64::MAX).part_size(), MAX_PART_SIZE);
     }
 }

@@ -59,6 +59,9 @@ struct ListSlot {
     list: Option<VersionList>,
     checked: Option<Instant>,
     failure: Option<String>,
+    /// The upstream said it has no such provider: answered again without asking until the
+    /// next refresh, so asking for made-up names costs the upstream nothing.
+    missing: Option<String>,
 }
 
 #[derive(Default)]
@@ -253,9 +256,11 @@ impl UpstreamCache {
                     self.write(&up.list_key(), encode(&fresh)).await;
                     s.list = Some(fresh);
                     s.failure = None;
+                    s.missing = None;
                 }
                 Err(UpstreamError::NotFound(m)) if s.list.is_none() => {
-                    return Err(UpstreamError::NotFound(m))
+                    s.missing = Some(m.clone());
+                    return Err(UpstreamError::NotFound(m));
                 }
                 Err(e) => {
                     tracing::warn!(provider = %up, error = %e, "an upstream version list could not be refreshed");
@@ -271,6 +276,9 @@ impl UpstreamCache {
                     s.failure = Some(reason);
                 }
             }
+        }
+        if let (None, Some(missing)) = (&s.list, &s.missing) {
+            return Err(UpstreamError::NotFound(missing.clone()));
         }
         match &s.list {
             Some(list) => Ok(Listing {

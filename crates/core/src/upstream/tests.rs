@@ -349,3 +349,28 @@ async fn one_download_serves_every_concurrent_request() {
     assert_eq!(up.calls("linux_amd64.zip"), 1);
     assert_eq!(up.calls("/download/linux/amd64"), 1);
 }
+
+#[tokio::test]
+async fn a_provider_the_upstream_does_not_have_is_not_asked_again_until_the_refresh() {
+    let (up, store) = (
+        FakeUpstream::with_widget("release"),
+        Arc::new(MemoryArtifactStore::new()),
+    );
+    let cache = cache(&up, &store, Duration::from_secs(300));
+    let missing = UpstreamProvider {
+        provider: ProviderAddress::parse("acme", "nothing").unwrap(),
+        ..widget()
+    };
+    for _ in 0..5 {
+        let e = cache.versions(&missing, false).await.err().unwrap();
+        assert!(
+            matches!(e, UpstreamError::NotFound(ref m) if m.contains("has no provider")),
+            "{e}"
+        );
+    }
+    assert_eq!(up.calls("acme/nothing/versions"), 1);
+    assert!(
+        store.list().await.unwrap().is_empty(),
+        "nothing is stored for it"
+    );
+}
