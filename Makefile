@@ -69,13 +69,16 @@ check-local-build:
 	  echo "the local build (make run) depends on the AWS crates above: keep them behind tfreg-cli's aws feature"; exit 1; \
 	fi
 	@echo "the local build (make run) compiles no AWS SDK crate"
-	@if $(CARGO) tree --locked -p tfreg-core -e normal --prefix none | grep -E '^(aws-[a-z0-9_-]+|axum|hyper|reqwest|lambda_[a-z_]+|tfreg-(http|local|aws|lambda|cli)) '; then \
+	@if $(CARGO) tree --locked -p tfreg-core -e normal --prefix none | grep -E '^(aws-[a-z0-9_-]+|axum|hyper|reqwest|lambda_[a-z_]+|tfreg-(http|local|aws|lambda|cli|upstream)) '; then \
 	  echo "tfreg-core depends on the crates above: the core holds no HTTP, no AWS and no other tfreg crate (ARCHITECTURE.md)"; exit 1; \
 	fi
 	@if $(CARGO) tree --locked -p tfreg-http -e normal --prefix none | grep -E '^(aws-[a-z0-9_-]+|lambda_[a-z_]+|tfreg-(aws|local|lambda|cli)) '; then \
 	  echo "tfreg-http depends on the crates above: the routers take the storage ports, never an adapter (ARCHITECTURE.md)"; exit 1; \
 	fi
-	@echo "tfreg-core depends on no HTTP or AWS crate; tfreg-http on no adapter"
+	@if $(CARGO) tree --locked -p tfreg-upstream -e normal --prefix none | grep -E '^(aws-[a-z0-9_-]+|lambda_[a-z_]+|tfreg-(http|aws|local|lambda|cli)) '; then \
+	  echo "tfreg-upstream depends on the crates above: the upstream client needs only the core (ARCHITECTURE.md)"; exit 1; \
+	fi
+	@echo "tfreg-core depends on no HTTP or AWS crate; tfreg-http on no adapter; tfreg-upstream only on the core"
 
 ## Every check CI runs
 test: check-tools venv lint lint-template check-lambda-zips

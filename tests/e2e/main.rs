@@ -23,4 +23,5 @@ mod request_cost;
 mod serve;
 mod sign_in_attacks;
 mod stack;
+mod upstream;
 mod web;

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod lock;
 mod publish;
 mod reindex;
 mod report;
@@ -12,6 +13,7 @@ mod serve;
 mod served;
 mod show;
 mod status;
+mod sync;
 mod token;
 
 use std::process::ExitCode;
@@ -44,6 +46,12 @@ enum Command {
     /// Publish a module or a provider release, checked as the registry checks it, and wait
     /// until it is served.
     Publish(publish::PublishArgs),
+    /// Copy upstream providers (verified) into a data directory or bucket, for an
+    /// air-gapped registry or to warm the mirror's cache.
+    Sync(sync::SyncArgs),
+    /// Complete a working directory's lock file with every platform's hashes, from what the
+    /// registry's mirror recorded (no package downloads).
+    Lock(lock::LockArgs),
     /// Print the `h1:` and `zh:` hashes of provider packages, as lock files record them.
     Hash {
         /// Provider package zips.
@@ -59,6 +67,8 @@ fn main() -> ExitCode {
         Command::Serve(_) => "info",
         // Its checks index the files to publish: what they refuse is printed, not logged.
         Command::Publish(_) => "error",
+        // What it refuses is printed in its summary.
+        Command::Sync(_) => "error",
         // Token commands leave their audit lines (`tfreg::audit`), as the server does.
         Command::Token(_) => "warn,tfreg::audit=info",
         _ => "warn",
@@ -82,6 +92,8 @@ fn main() -> ExitCode {
             Command::Publish(args) => publish::run(args).await,
             Command::Token(args) => done(token::run(args).await),
             Command::Reindex(args) => done(reindex::run(args).await),
+            Command::Sync(args) => done(sync::run(args).await),
+            Command::Lock(args) => done(lock::run(args).await),
             Command::Hash { files } => done(hash(files)),
         }
     });

@@ -53,13 +53,19 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let indexed = backend.open_indexed(args.hostname.get()).await?;
     let keys = indexed.artifacts.list().await?;
     let scope = Scope::from_keys(&keys);
-    let doc = report::build(
+    let mut doc = report::build(
         &indexed.registry,
         indexed.metadata.as_ref(),
         &scope,
         &filter,
     )
     .await?;
+    doc.upstream = tfreg_core::upstream::report::read_all(indexed.artifacts.as_ref(), &keys)
+        .await
+        .into_iter()
+        .filter(|u| filter.upstream(&u.provider))
+        .collect();
+    doc.refused += doc.upstream.iter().map(|u| u.refused.len()).sum::<usize>();
     let code = print(&doc, args.json)?;
     if indexed.unread > 0 {
         anyhow::bail!(
@@ -151,6 +157,8 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
         )?;
     }
 
+    upstream_text(&mut out, doc)?;
+
     writeln!(out, "\nProblems (files that are never served):")?;
     if doc.problems.is_empty() {
         writeln!(out, "  (none)")?;
@@ -159,6 +167,55 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
         writeln!(out, "  {}\n    {}", t(&problem.key), t(&problem.reason))?;
     }
     Ok(out)
+}
+
+/// The upstream cache's section.
+fn upstream_text(out: &mut String, doc: &StatusDoc) -> anyhow::Result<()> {
+    if doc.upstream.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nUpstream cache:")?;
+    let when = |at: u64| {
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(at),
+        )
+        .to_string()
+    };
+    for up in &doc.upstream {
+        let refreshed = up.refreshed_at.map(when).unwrap_or_else(|| "never".into());
+        writeln!(
+            out,
+            "  {}: {} versions listed, refreshed {refreshed}",
+            t(&up.provider),
+            up.listed
+        )?;
+        if let (Some(reason), Some(since)) = (&up.stale, up.stale_since) {
+            writeln!(out, "    STALE since {}: {}", when(since), t(reason))?;
+        }
+        for release in &up.cached {
+            writeln!(
+                out,
+                "    {:<12} cached, signed by key {}; stored: {} (of {})",
+                t(&release.version),
+                t(&release.signed_by),
+                match release.stored.is_empty() {
+                    true => "none yet".to_owned(),
+                    false => t(&release.stored.join(" ")).into_owned(),
+                },
+                t(&release.platforms.join(" "))
+            )?;
+        }
+        for refused in &up.refused {
+            writeln!(
+                out,
+                "    {:<12} REFUSED {}: {}",
+                t(&refused.version),
+                when(refused.at),
+                t(&refused.reason)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ pub mod token_cache;
 pub mod tokens;
 pub mod upstream;
 pub mod version;
+pub mod version_constraint;
 
 pub use downloads::Downloads;
 pub use index::{IndexOutcome, Indexer};

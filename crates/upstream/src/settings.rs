@@ -5,6 +5,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tfreg_core::upstream::{FetchMode, Rules, UpstreamSettings};
+use tfreg_core::Platform;
+
+/// The platforms fetched eagerly unless told otherwise: what teams' laptops and CI run.
+pub const DEFAULT_PLATFORMS: [&str; 5] = [
+    "linux_amd64",
+    "linux_arm64",
+    "darwin_amd64",
+    "darwin_arm64",
+    "windows_amd64",
+];
 
 use crate::{parse_host, ClientSettings, HttpUpstream};
 
@@ -80,6 +90,17 @@ pub struct UpstreamArgs {
     )]
     pub fetch: FetchMode,
 
+    /// Platforms (OS_ARCH) whose packages are fetched as soon as a release is asked for,
+    /// so lock files made through the mirror get each one's `h1:`; `none` for only what is
+    /// installed.
+    #[arg(
+        long = "upstream-platforms",
+        env = "TFREG_UPSTREAM_PLATFORMS",
+        value_delimiter = ',',
+        default_value = "linux_amd64,linux_arm64,darwin_amd64,darwin_arm64,windows_amd64"
+    )]
+    pub platforms: Vec<String>,
+
     /// Most upstream fetches at once, across all clients.
     #[arg(
         long = "upstream-max-fetches",
@@ -99,6 +120,7 @@ impl Default for UpstreamArgs {
             patterns: vec![],
             refresh: Duration::from_secs(300),
             fetch: FetchMode::Wait,
+            platforms: DEFAULT_PLATFORMS.iter().map(|p| p.to_string()).collect(),
             max_fetches: 4,
             client: ClientArgs {
                 timeout: Duration::from_secs(10),
@@ -123,12 +145,24 @@ impl UpstreamArgs {
             return Err("--upstream-max-fetches must be between 1 and 64".into());
         }
         let client = self.client.client()?;
+        let eager_platforms = self
+            .platforms
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty() && *p != "none")
+            .map(|p| {
+                p.split_once('_')
+                    .and_then(|(os, arch)| Platform::parse(os, arch).ok())
+                    .ok_or_else(|| format!("--upstream-platforms: {p:?} is not OS_ARCH"))
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Some((
             UpstreamSettings {
                 rules,
                 refresh: self.refresh,
                 fetch: self.fetch,
                 max_fetches: self.max_fetches,
+                eager_platforms,
                 ..UpstreamSettings::default()
             },
             client,

@@ -86,3 +86,25 @@ impl AwsStores {
         }
     }
 }
+
+/// The bucket's files, to read and to write into (`tfreg sync`).
+pub async fn bucket_files(
+    bucket: &str,
+) -> anyhow::Result<(
+    Arc<dyn ArtifactStore>,
+    Arc<dyn tfreg_core::store::ArtifactWriter>,
+)> {
+    #[cfg(feature = "aws")]
+    {
+        let aws = tfreg_aws::Aws::from_env().await;
+        Ok((
+            Arc::new(aws.artifacts(bucket, Duration::from_secs(60))),
+            Arc::new(aws.writer(bucket)),
+        ))
+    }
+    #[cfg(not(feature = "aws"))]
+    {
+        let _ = bucket;
+        Err(not_built())
+    }
+}

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use tfreg_aws::settings::{BucketSetting, TableSetting};
 use tfreg_core::signing::UrlSigner;
+use tfreg_core::store::ArtifactWriter;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{ArtifactStore, Downloads, Hostname, Indexer, MetadataStore, Registry};
 use tfreg_local::{FileTokenStore, FsArtifactStore, LocalMetadataStore, StateDir};
@@ -91,6 +92,26 @@ impl Backend {
             (None, None) => bail!(
                 "say where to publish: --data DIR (a data directory) or --bucket NAME (the AWS shape)"
             ),
+        }
+    }
+
+    /// The files of the data directory (created if needed) or the bucket, to read and to
+    /// write into (`tfreg sync`).
+    pub async fn files_for_writing(
+        &self,
+    ) -> anyhow::Result<(Arc<dyn ArtifactStore>, Arc<dyn ArtifactWriter>)> {
+        match self {
+            Backend::DataDir(data) => {
+                std::fs::create_dir_all(data).with_context(|| {
+                    format!("cannot create the data directory {}", data.display())
+                })?;
+                let root = data.canonicalize().with_context(|| {
+                    format!("cannot open the data directory {}", data.display())
+                })?;
+                let store = Arc::new(FsArtifactStore::new(root));
+                Ok((store.clone(), store))
+            }
+            Backend::Aws(names) => aws::bucket_files(names.bucket()?).await,
         }
     }
 

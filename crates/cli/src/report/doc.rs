@@ -17,6 +17,10 @@ pub struct StatusDoc {
     pub mirror: Vec<MirrorStatus>,
     /// Files that are never served, and why.
     pub problems: Vec<Problem>,
+    /// The mirror's cache of upstream providers: what is cached, from where, when its list
+    /// was refreshed, and what was refused.
+    #[serde(default)]
+    pub upstream: Vec<tfreg_core::upstream::report::UpstreamReport>,
     /// How many refusals the document lists: problems, provider versions not served, and
     /// platforms of served versions that are not offered. `tfreg status` exits with 3 when
     /// it is not 0.

@@ -89,6 +89,17 @@ impl Filter {
             && self.namespace(provider.namespace.as_str())
     }
 
+    /// Upstream providers (`host/namespace/type`) follow the namespace only, as mirrored ones.
+    pub fn upstream(&self, provider: &str) -> bool {
+        let mut parts = provider.split('/').skip(1);
+        match (parts.next(), parts.next()) {
+            (Some(ns), Some(type_)) => {
+                ProviderAddress::parse(ns, type_).is_ok_and(|p| self.mirrored(&p))
+            }
+            _ => false,
+        }
+    }
+
     pub(super) fn problem(&self, problem: &Problem) -> bool {
         if self.namespace.is_none() {
             return true;

@@ -19,6 +19,8 @@ pub struct Banner {
     pub aws: Option<(String, String)>,
     /// People sign in with `terraform login`.
     pub login: bool,
+    /// The upstream providers the mirror caches, when any.
+    pub upstream: Vec<String>,
 }
 
 /// How to run this very `tfreg` from a shell: `tfreg` when that is what the PATH finds,
@@ -81,6 +83,12 @@ impl Banner {
                     b.addr
                 ));
             }
+        }
+        if !b.upstream.is_empty() {
+            out.push_str(&format!(
+                "  upstream cache: {} (through {url}/v1/mirror/)\n",
+                b.upstream.join(", ")
+            ));
         }
         if b.self_signed {
             out.push_str(&format!(

@@ -120,6 +120,11 @@ impl Server {
                 wire_local(dirs, &settings, &signer, registry_hostname, info, started).await?
             }
         };
+        let upstream_rules: Vec<String> = settings
+            .upstream
+            .iter()
+            .flat_map(|(u, _)| u.rules.iter().map(|r| r.to_string()))
+            .collect();
         let checked = (!settings.public).then(|| Arc::clone(&wired.tokens));
         let mut state = AppState::new(wired.registry, wired.downloads, checked);
         if let Some((upstream, client)) = settings.upstream.take() {
@@ -171,6 +176,7 @@ impl Server {
                 .identity
                 .config()
                 .is_some_and(|identity| identity.sign_in.is_some()),
+            upstream: upstream_rules,
         };
         Ok(Server {
             listener,

@@ -16,8 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::fetch::{self, unix_now};
 use super::record::{encode, PlatformPackage, Refusal};
 use super::{
-    Background, FetchMode, ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider,
-    UpstreamSettings, VersionList,
+    Background, ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider, UpstreamSettings,
+    VersionList,
 };
 use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::store::{ArtifactStore, ArtifactWriter};
@@ -27,6 +27,8 @@ use crate::version::Version;
 const RETRY_FAILED: Duration = Duration::from_secs(30);
 /// Largest record read back from the store.
 const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+/// How soon a background fetch is asked for again.
+const ASK_AGAIN: Duration = Duration::from_secs(600);
 /// Most entries kept per kind; entries not in use are dropped past it.
 const MAX_SLOTS: usize = 10_000;
 
@@ -57,6 +59,9 @@ struct ListSlot {
     list: Option<VersionList>,
     checked: Option<Instant>,
     failure: Option<String>,
+    /// The upstream said it has no such provider: answered again without asking until the
+    /// next refresh, so asking for made-up names costs the upstream nothing.
+    missing: Option<String>,
 }
 
 #[derive(Default)]
@@ -107,6 +112,8 @@ pub struct UpstreamCache {
     packages: Slots<String, ()>,
     fetches: Arc<Semaphore>,
     spool: Option<PathBuf>,
+    /// When each background fetch was last asked for.
+    asked: Mutex<HashMap<String, Instant>>,
 }
 
 impl UpstreamCache {
@@ -130,6 +137,7 @@ impl UpstreamCache {
             packages: Slots::new(),
             fetches,
             spool,
+            asked: Mutex::new(HashMap::new()),
         })
     }
 
@@ -248,9 +256,11 @@ impl UpstreamCache {
                     self.write(&up.list_key(), encode(&fresh)).await;
                     s.list = Some(fresh);
                     s.failure = None;
+                    s.missing = None;
                 }
                 Err(UpstreamError::NotFound(m)) if s.list.is_none() => {
-                    return Err(UpstreamError::NotFound(m))
+                    s.missing = Some(m.clone());
+                    return Err(UpstreamError::NotFound(m));
                 }
                 Err(e) => {
                     tracing::warn!(provider = %up, error = %e, "an upstream version list could not be refreshed");
@@ -266,6 +276,9 @@ impl UpstreamCache {
                     s.failure = Some(reason);
                 }
             }
+        }
+        if let (None, Some(missing)) = (&s.list, &s.missing) {
+            return Err(UpstreamError::NotFound(missing.clone()));
         }
         match &s.list {
             Some(list) => Ok(Listing {
@@ -486,16 +499,28 @@ impl UpstreamCache {
         Ok(Some(PackageFile { file, size, spool }))
     }
 
-    /// In pass-through mode: has a package fetched into the cache in the background: here,
-    /// if a fetch is free now (else a later request asks again), or by the fetcher function.
+    /// Has a package fetched into the cache in the background, once per ten minutes at
+    /// most: here, if a fetch is free now (else a later request asks again), or by the
+    /// fetcher function. For packages handed out passing through, and for the platforms
+    /// fetched eagerly so lock files get every platform's `h1:`.
     pub async fn prefetch(
         self: &Arc<Self>,
         up: UpstreamProvider,
         version: Version,
         platform: Platform,
     ) {
-        if self.settings.fetch != FetchMode::PassThrough {
-            return;
+        let key = up.package_key(&version, &platform);
+        {
+            let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+            if asked.len() >= MAX_SLOTS {
+                asked.retain(|_, at| at.elapsed() < ASK_AGAIN);
+            }
+            match asked.get(&key) {
+                Some(at) if at.elapsed() < ASK_AGAIN => return,
+                _ => {
+                    asked.insert(key, Instant::now());
+                }
+            }
         }
         if self.settings.background == Background::Requested {
             let request = serde_json::json!({

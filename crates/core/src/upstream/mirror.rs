@@ -90,7 +90,16 @@ pub async fn version(
         let indexed = stored
             .get(&package.platform)
             .filter(|p| p.hashes.sha256 == package.package.sha256);
-        let archive = match (indexed, signer, cache.settings().fetch) {
+        let mode = cache.settings().fetch;
+        if indexed.is_none()
+            && (mode == FetchMode::PassThrough
+                || cache.settings().eager_platforms.contains(&package.platform))
+        {
+            cache
+                .prefetch(up.clone(), version.clone(), package.platform.clone())
+                .await;
+        }
+        let archive = match (indexed, signer, mode) {
             // Cached and indexed: served like any mirror package.
             (Some(p), _, _) => MirrorArchive {
                 url: registry
@@ -103,15 +112,10 @@ pub async fn version(
                 url: package_url(signer, origin, up, version, &package.platform),
                 hashes: vec![zh],
             },
-            (None, _, _) => {
-                cache
-                    .prefetch(up.clone(), version.clone(), package.platform.clone())
-                    .await;
-                MirrorArchive {
-                    url: package.package.download_url.clone(),
-                    hashes: vec![zh],
-                }
-            }
+            (None, _, _) => MirrorArchive {
+                url: package.package.download_url.clone(),
+                hashes: vec![zh],
+            },
         };
         archives.insert(package.platform.to_string(), archive);
     }

@@ -11,7 +11,10 @@ pub mod fetch;
 pub mod mirror;
 pub mod protocol;
 pub mod record;
+pub mod report;
 pub mod rules;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
@@ -66,6 +69,9 @@ pub struct UpstreamSettings {
     pub deadline: Duration,
     /// Where background fetches of packages run (pass-through mode).
     pub background: Background,
+    /// Platforms whose packages are fetched as soon as a release is asked for, whatever
+    /// platform the asker installs: lock files then get each one's `h1:` from the mirror.
+    pub eager_platforms: Vec<crate::names::Platform>,
 }
 
 /// Where a package wanted in pass-through mode is fetched.
@@ -91,6 +97,7 @@ impl Default for UpstreamSettings {
             queue_wait: Duration::from_secs(20),
             deadline: Duration::from_secs(25),
             background: Background::Here,
+            eager_platforms: vec![],
         }
     }
 }

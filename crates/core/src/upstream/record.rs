@@ -188,8 +188,8 @@ mod tests {
             p.release_key(&v),
             "upstream/registry.terraform.io/hashicorp/aws/5.1.0.json"
         );
-        let key = p.refusal_key(&v);
-        let (back, file) = UpstreamProvider::from_key(&key).unwrap();
+        let refusal = p.refusal_key(&v);
+        let (back, file) = UpstreamProvider::from_key(&refusal).unwrap();
         assert_eq!((back, file), (p.clone(), "5.1.0.refused.json"));
         let platform = Platform::parse("linux", "amd64").unwrap();
         assert_eq!(
