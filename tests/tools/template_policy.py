@@ -41,7 +41,8 @@ Checks (see CHECKS at the end):
                            and 0 reserves none (a reservation of 0 would stop the function).
   versions-kept            the bucket keeps object versions and no lifecycle rule expires
                            any (published versions are served from their first object
-                           version, whatever is uploaded over it).
+                           version, whatever is uploaded over it) but the replaced versions
+                           of derived records (.tfreg/documents/, upstream/).
   access-logs              the HTTP API logs to a log group of the template kept for
                            LogRetentionDays, in a one-line JSON format with the agreed fields,
                            $context.path among them, and no header, override, authorizer or
@@ -142,6 +143,8 @@ class Checked:
 
 
 # ---- reading the template ------------------------------------------------------------------
+# Where the upstream cache keeps its records (never a published file; packages go to mirror/).
+UPSTREAM_PREFIX = "upstream/"
 # Where the indexer keeps documents too large for a table item.
 DOCUMENTS_PREFIX = ".tfreg/documents/"
 
@@ -541,9 +544,12 @@ def check_versions_kept(checked):
                                     "NoncurrentVersionTransitions", "NoncurrentVersionTransition",
                                     "Transitions", "Transition")
                         if k in rule]
-            # The indexer's derived documents may go; nothing published may.
+            # The indexer's derived documents and the upstream cache's replaced records (version
+            # lists, fetch requests) may go; nothing published may.
             prefix = rule.get("Prefix") or ((rule.get("Filter") or {}).get("Prefix"))
-            if prefix == DOCUMENTS_PREFIX:
+            if prefix in (DOCUMENTS_PREFIX, UPSTREAM_PREFIX) and not (
+                set(expiring) - {"NoncurrentVersionExpiration", "NoncurrentVersionExpirationInDays"}
+            ):
                 continue
             if expiring and str(rule.get("Status")) == "Enabled":
                 problems.append(f"{bucket} lifecycle rule {rule.get('Id')!r} has {', '.join(expiring)}")
