@@ -115,6 +115,31 @@ fn the_stack_passes_uncached_packages_through_and_the_fetcher_caches_them_for_go
         assert!(written.contains(&key), "{key} not in {written:?}");
     }
     assert_eq!(stack.keys_under("mirror/"), Vec::<String>::new());
+    // and Terraform (trusting both certificates) installs it from the upstream, on a cold
+    // cache, through the stack's mirror,
+    let credentials = format!("credentials \"{}\" {{ token = \"{token}\" }}\n", stack.addr);
+    let config = format!("{}{credentials}", mirror_config(&stack.url));
+    let bundle = stack.dir().join("stack-and-upstream.pem");
+    let mut pem = std::fs::read(&stack.cert).unwrap();
+    pem.extend(std::fs::read(upstream.cert()).unwrap());
+    std::fs::write(&bundle, pem).unwrap();
+    let cold = Terraform::new(&config, &bundle);
+    cold.write("main.tf", &requires_provider("widget", WIDGET, "1.1.0"));
+    let output = cold.run_ok(
+        &["init", "-no-color", "-input=false"],
+        "pass-through install",
+    );
+    assert!(
+        output.contains(&format!("Installed {WIDGET} v1.1.0")),
+        "{output}\n{}",
+        stack.logs()
+    );
+    let zip = format!("terraform-provider-widget_1.1.0_{own}.zip");
+    assert!(
+        !upstream.proxy().seen_containing(&zip).is_empty(),
+        "{zip} was not downloaded from the upstream: {:?}",
+        upstream.proxy().seen()
+    );
 
     // and once the bucket's events reach the fetcher, each verified package is stored
     // under mirror/ with the upstream's bytes,
