@@ -12,7 +12,7 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::upstream::{UpstreamCache, UpstreamError};
 
 use crate::settings::FetcherSettings;
-use crate::{configure, decode_event_key, error_chain, init_tracing, Error};
+use crate::{configure, error_chain, event_keys, init_tracing, Error};
 
 /// Why a fetch failed and may succeed when tried again (Lambda retries the event, then parks
 /// it in the dead-letter queue; the next request for the package asks again anyway).
@@ -64,16 +64,7 @@ pub async fn handle_fetch_event(
     event: S3Event,
 ) -> Result<Vec<String>, Error> {
     let mut outcomes = Vec::new();
-    for record in event.records {
-        let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
-        if event_bucket != bucket {
-            tracing::warn!(event_bucket, bucket, "ignoring an event for another bucket");
-            continue;
-        }
-        let Some(raw) = record.s3.object.key.as_deref() else {
-            continue;
-        };
-        let key = decode_event_key(raw)?;
+    for (key, _) in event_keys(bucket, event)? {
         let Some(cache) = cache else {
             outcomes.push(format!("ignored {key}: no upstream provider is allowed"));
             continue;

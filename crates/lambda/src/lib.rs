@@ -356,6 +356,25 @@ pub fn decode_event_key(raw: &str) -> Result<String, Error> {
         .map_err(|e| format!("the event's object key {raw:?} is not UTF-8: {e}").into())
 }
 
+/// The decoded key and the event name of each record of an S3 event about `bucket` (records
+/// about another bucket are left out, with a warning).
+pub fn event_keys(bucket: &str, event: S3Event) -> Result<Vec<(String, String)>, Error> {
+    let mut keys = Vec::new();
+    for record in event.records {
+        let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
+        if event_bucket != bucket {
+            tracing::warn!(event_bucket, bucket, "ignoring an event for another bucket");
+            continue;
+        }
+        let Some(raw) = record.s3.object.key.as_deref() else {
+            continue;
+        };
+        let kind = record.event_name.as_deref().unwrap_or("unknown").to_owned();
+        keys.push((decode_event_key(raw)?, kind));
+    }
+    Ok(keys)
+}
+
 /// Indexes every object an S3 event names. The event kind (created or removed) is only a
 /// hint: the indexer reads each key's current state, so duplicate, late or reordered events
 /// are harmless. A failure fails the invocation, so Lambda retries it and, past its retries,
@@ -366,17 +385,7 @@ pub async fn handle_s3_event(
     event: S3Event,
 ) -> Result<Vec<String>, Error> {
     let mut outcomes = Vec::new();
-    for record in event.records {
-        let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
-        if event_bucket != bucket {
-            tracing::warn!(event_bucket, bucket, "ignoring an event for another bucket");
-            continue;
-        }
-        let Some(raw) = record.s3.object.key.as_deref() else {
-            continue;
-        };
-        let key = decode_event_key(raw)?;
-        let kind = record.event_name.as_deref().unwrap_or("unknown");
+    for (key, kind) in event_keys(bucket, event)? {
         tracing::info!(key, kind, "S3 event");
         let outcome = indexer.index_key(&key).await?;
         let said = match outcome {
