@@ -17,6 +17,7 @@ pub mod raw;
 pub mod scale;
 pub mod stack;
 pub mod static_site;
+pub mod upstream;
 
 mod gpg;
 mod moto;
@@ -28,6 +29,7 @@ pub use oidc::OidcProvider;
 pub use raw::{raw_request, raw_until_close, RawResponse};
 pub use static_site::{Page, StaticSite};
 pub use tempfile::TempDir;
+pub use upstream::{Fault, TamperingProxy, Upstream, UPSTREAM_HOST};
 
 pub use gpg::{provider_release, provider_zip, sha256_hex, Gpg};
 pub use moto::{provision, Moto};

@@ -67,6 +67,18 @@ impl Terraform {
         text
     }
 
+    /// `terraform ARGS...`, asserting it succeeds, with `what` it was for in the failure
+    /// message; returns its output.
+    pub fn run_ok(&self, args: &[&str], what: &str) -> String {
+        let output = self.run(args);
+        let text = describe(&output);
+        assert!(
+            output.status.success(),
+            "{what}: terraform {args:?} failed:\n{text}"
+        );
+        text
+    }
+
     /// `terraform init`, asserting it fails; returns its output.
     pub fn init_fails(&self) -> String {
         let output = self.run(&["init", "-no-color", "-input=false"]);
