@@ -32,6 +32,23 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestOrigin {
     }
 }
 
+/// The client's address, when the server knows it (the local server hands every request
+/// its connection's peer as axum's `ConnectInfo`): what per-client limits count by.
+pub struct ClientIp(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|info| info.0.ip()),
+        ))
+    }
+}
+
 /// The signed part of a download URL: its expiry, its signature and the revision it names.
 #[derive(serde::Deserialize)]
 pub struct SignedQuery {

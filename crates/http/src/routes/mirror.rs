@@ -12,12 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
 use tfreg_core::tokens::Access;
+use tfreg_core::upstream::clients::for_client;
 use tfreg_core::upstream::{mirror as upstream_mirror, UpstreamProvider};
 use tfreg_core::{Hostname, Platform, ProviderAddress};
 use tokio_util::io::ReaderStream;
 
 use crate::error::ApiError;
-use crate::extract::{JsonPath, RequestOrigin, SignedQuery};
+use crate::extract::{ClientIp, JsonPath, RequestOrigin, SignedQuery};
 use crate::routes::{provider, version};
 use crate::ApiState;
 
@@ -69,6 +70,7 @@ pub async fn mirror(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
+    ClientIp(client): ClientIp,
     JsonPath((hostname, namespace, type_, file)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
     let hostname = Hostname::parse(&hostname).map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -81,7 +83,10 @@ pub async fn mirror(
     let upstream = upstream_of(&state, &hostname, &provider, &origin);
     if stem == "index" {
         let index = match &upstream {
-            Some((u, up)) => upstream_mirror::index(&u.cache, &state.registry, &access, up).await?,
+            Some((u, up)) => {
+                let index = upstream_mirror::index(&u.cache, &state.registry, &access, up);
+                for_client(client, index).await?
+            }
             None => {
                 state
                     .registry
@@ -95,7 +100,7 @@ pub async fn mirror(
     let packages = match &upstream {
         Some((u, up)) => {
             let signer = u.signer.as_deref();
-            upstream_mirror::version(
+            let answer = upstream_mirror::version(
                 &u.cache,
                 &state.registry,
                 &access,
@@ -103,8 +108,8 @@ pub async fn mirror(
                 &version,
                 &origin,
                 signer,
-            )
-            .await?
+            );
+            for_client(client, answer).await?
         }
         None => {
             state
@@ -123,6 +128,7 @@ const REFUSED: &str = "this package URL is invalid or has expired: ask the mirro
 pub async fn package(
     State(state): State<ApiState>,
     RequestOrigin(origin): RequestOrigin,
+    ClientIp(client): ClientIp,
     JsonPath((hostname, namespace, type_, version_text, file)): JsonPath<(
         String,
         String,
@@ -157,7 +163,7 @@ pub async fn package(
         tracing::info!(%reason, "refused an upstream package URL");
         return Err(ApiError::Forbidden(REFUSED.into()));
     }
-    let package = upstream.cache.package(&up, &version, &platform).await?;
+    let package = for_client(client, upstream.cache.package(&up, &version, &platform)).await?;
     let file = tokio::fs::File::from_std(package.file);
     // The spool file (if any) lives as long as the answer's body.
     let keep = package.spool;
