@@ -11,7 +11,7 @@ use clap::Args;
 use tfreg_aws::settings::{BucketSetting, TableSetting};
 use tfreg_core::text::for_terminal;
 use tfreg_core::upstream::{
-    FetchMode, Rules, UpstreamCache, UpstreamError, UpstreamProvider, UpstreamSettings,
+    FetchMode, Freshness, Rules, UpstreamCache, UpstreamError, UpstreamProvider, UpstreamSettings,
 };
 use tfreg_core::version_constraint::Constraints;
 use tfreg_core::{Hostname, Platform, ProviderAddress};
@@ -141,7 +141,7 @@ async fn sync_provider(
     platforms: &[Platform],
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
-    let listing = cache.versions(up, true).await?;
+    let listing = cache.versions(up, Freshness::Force).await?;
     if let Some(stale) = &listing.stale {
         bail!(
             "cannot read the version list of {up}: {}",

@@ -102,25 +102,30 @@ pub(super) async fn release(
         .await
         .into_iter()
         .collect::<Result<_, _>>()?;
-    // Every platform's answer names the same SHA256SUMS: its signature is checked once.
+    // Every platform's answer must name the same SHA256SUMS and signature. Their URLs may
+    // differ only in their query (signed or presigned URLs); other paths are fetched too and
+    // must hold the same bytes. The signature is then checked once.
     let first = answers[0].1.clone();
-    if let Some((p, _)) = answers.iter().find(|(_, a)| {
-        a.shasums_url != first.shasums_url || a.shasums_signature_url != first.shasums_signature_url
-    }) {
-        return Err(UpstreamError::refused(
-            up,
-            version,
-            &format!("the download answer for {p} names another SHA256SUMS than the others"),
-        ));
-    }
-    let sums = client
-        .get(&first.shasums_url, MAX_RELEASE_FILE_BYTES)
-        .await
-        .map_err(|e| UpstreamError::unreachable(up, e))?;
-    let signature = client
-        .get(&first.shasums_signature_url, MAX_SIGNATURE_BYTES)
-        .await
-        .map_err(|e| UpstreamError::unreachable(up, e))?;
+    let sums = fetch_same(
+        client,
+        up,
+        version,
+        &answers,
+        |a| &a.shasums_url,
+        MAX_RELEASE_FILE_BYTES,
+        "SHA256SUMS",
+    )
+    .await?;
+    let signature = fetch_same(
+        client,
+        up,
+        version,
+        &answers,
+        |a| &a.shasums_signature_url,
+        MAX_SIGNATURE_BYTES,
+        "SHA256SUMS signature",
+    )
+    .await?;
     let signed_by = verify_signature(&first, &sums, &signature, SystemTime::now())
         .map_err(|e| UpstreamError::refused(up, version, &e))?;
     let listed = parse_sums(&sums).map_err(|e| UpstreamError::refused(up, version, &e))?;
@@ -165,6 +170,46 @@ pub(super) async fn release(
         keys: first.signing_keys.gpg_public_keys.clone(),
         platforms: packages,
     })
+}
+
+/// One release file that every download answer names (`which`): fetched once per distinct
+/// URL path, and refused unless every copy holds the same bytes.
+async fn fetch_same(
+    client: &dyn UpstreamClient,
+    up: &UpstreamProvider,
+    version: &Version,
+    answers: &[(Platform, Download)],
+    which: impl Fn(&Download) -> &String,
+    limit: u64,
+    what: &str,
+) -> Result<Vec<u8>, UpstreamError> {
+    let path = |url: &str| url.split(['?', '#']).next().unwrap_or(url).to_owned();
+    let mut distinct: Vec<(String, &str)> = Vec::new();
+    for (_, answer) in answers {
+        let url = which(answer);
+        if !distinct.iter().any(|(p, _)| *p == path(url)) {
+            distinct.push((path(url), url));
+        }
+    }
+    let mut bytes: Option<Vec<u8>> = None;
+    for (_, url) in distinct {
+        let got = client
+            .get(url, limit)
+            .await
+            .map_err(|e| UpstreamError::unreachable(up, e))?;
+        match &bytes {
+            Some(seen) if *seen != got => {
+                return Err(UpstreamError::refused(
+                    up,
+                    version,
+                    &format!("the platforms' download answers name different {what} files"),
+                ))
+            }
+            Some(_) => {}
+            None => bytes = Some(got),
+        }
+    }
+    Ok(bytes.unwrap_or_default())
 }
 
 /// Checks SHA256SUMS's signature against the release's keys as Terraform does: the first key

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{FetchMode, UpstreamCache, UpstreamError, UpstreamProvider};
+use super::{FetchMode, Freshness, UpstreamCache, UpstreamError, UpstreamProvider};
 use crate::names::Platform;
 use crate::protocol::{Empty, MirrorArchive, MirrorIndex, MirrorVersion};
 use crate::signing::UrlSigner;
@@ -33,7 +33,7 @@ pub async fn index(
     let uploaded = registry
         .mirror_uploaded_versions(&up.host, &up.provider)
         .await?;
-    let mut versions: Vec<Version> = match cache.versions(up, false).await {
+    let mut versions: Vec<Version> = match cache.versions(up, Freshness::Revalidate).await {
         Ok(listing) => listing.list.versions.into_keys().collect(),
         Err(e) if uploaded.is_empty() => return Err(e),
         Err(e) => {

@@ -19,7 +19,7 @@ mod tests;
 
 use std::time::Duration;
 
-pub use cache::Listing;
+pub use cache::{Freshness, Listing};
 pub use cache::{MirrorPackage, PackageFile, UpstreamCache};
 pub use client::{CallError, UpstreamClient};
 pub use record::{ReleaseRecord, UpstreamProvider, VersionList, UPSTREAM_PREFIX};

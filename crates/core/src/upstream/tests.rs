@@ -189,7 +189,7 @@ async fn a_verified_release_is_kept_and_served_again_without_the_upstream() {
     // A new process over the same store, the upstream down: everything cached is served.
     up.down.store(true, Ordering::SeqCst);
     let second = cache(&up, &store, Duration::from_secs(300));
-    let listing = second.versions(&widget(), false).await.unwrap();
+    let listing = second.versions(&widget(), Freshness::Reuse).await.unwrap();
     assert!(listing.list.versions.contains_key(&v("1.0.0")));
     assert!(
         listing.stale.is_some(),
@@ -281,8 +281,8 @@ async fn lists_are_refreshed_after_the_refresh_time_and_at_once_for_an_unknown_v
         Arc::new(MemoryArtifactStore::new()),
     );
     let cache = cache(&up, &store, Duration::from_millis(200));
-    cache.versions(&widget(), false).await.unwrap();
-    cache.versions(&widget(), false).await.unwrap();
+    cache.versions(&widget(), Freshness::Reuse).await.unwrap();
+    cache.versions(&widget(), Freshness::Reuse).await.unwrap();
     assert_eq!(up.calls("/versions"), 1, "a fresh list is not asked again");
     // A new upstream version: asked for by name, it is found at once.
     up.set_versions(&["1.0.0", "1.1.0"]);
@@ -300,13 +300,52 @@ async fn lists_are_refreshed_after_the_refresh_time_and_at_once_for_an_unknown_v
     let e = cache.release(&widget(), &v("9.9.9")).await.err().unwrap();
     assert!(e.to_string().contains("has no version 9.9.9"), "{e}");
     tokio::time::sleep(Duration::from_millis(250)).await;
-    let listing = cache.versions(&widget(), false).await.unwrap();
+    let listing = cache.versions(&widget(), Freshness::Reuse).await.unwrap();
     assert!(listing.list.versions.contains_key(&v("1.1.0")));
     assert_eq!(
         up.calls("/versions"),
         4,
         "a list older than the refresh time is asked again"
     );
+}
+
+#[tokio::test]
+async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs_one_call() {
+    let (up, store) = (
+        FakeUpstream::with_widget("release"),
+        Arc::new(MemoryArtifactStore::new()),
+    );
+    let cache = cache(&up, &store, Duration::from_secs(3600));
+    cache.versions(&widget(), Freshness::Reuse).await.unwrap();
+    for _ in 0..10 {
+        cache
+            .versions(&widget(), Freshness::Revalidate)
+            .await
+            .unwrap();
+    }
+    assert_eq!(up.calls("/versions"), 1, "a burst shares one call");
+    up.set_versions(&["1.0.0", "1.2.0"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let listing = cache
+        .versions(&widget(), Freshness::Revalidate)
+        .await
+        .unwrap();
+    assert!(
+        listing.list.versions.contains_key(&v("1.2.0")),
+        "listed at once despite a refresh time of an hour"
+    );
+    // The upstream down: the last list, stale, and not asked again at every request.
+    up.down.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    for _ in 0..5 {
+        let listing = cache
+            .versions(&widget(), Freshness::Revalidate)
+            .await
+            .unwrap();
+        assert!(listing.stale.is_some());
+    }
+    // One discovery per refresh: the first, the one after the release, the failed one.
+    assert_eq!(up.calls("/.well-known/terraform.json"), 3);
 }
 
 #[tokio::test]
@@ -317,7 +356,7 @@ async fn with_no_list_and_the_upstream_down_the_failure_names_the_upstream() {
     );
     up.down.store(true, Ordering::SeqCst);
     let e = cache(&up, &store, Duration::from_secs(300))
-        .versions(&widget(), false)
+        .versions(&widget(), Freshness::Reuse)
         .await
         .err()
         .unwrap();
@@ -362,7 +401,11 @@ async fn a_provider_the_upstream_does_not_have_is_not_asked_again_until_the_refr
         ..widget()
     };
     for _ in 0..5 {
-        let e = cache.versions(&missing, false).await.err().unwrap();
+        let e = cache
+            .versions(&missing, Freshness::Reuse)
+            .await
+            .err()
+            .unwrap();
         assert!(
             matches!(e, UpstreamError::NotFound(ref m) if m.contains("has no provider")),
             "{e}"

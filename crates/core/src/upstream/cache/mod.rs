@@ -27,6 +27,8 @@ use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::store::{ArtifactStore, ArtifactWriter};
 use crate::version::Version;
 
+/// A list this young is reused even when revalidating: a burst of requests costs one call.
+const REVALIDATE: Duration = Duration::from_secs(2);
 /// How soon a failed refresh is tried again (sooner than a good list is refreshed).
 const RETRY_FAILED: Duration = Duration::from_secs(30);
 /// Largest record read back from the store.
@@ -51,6 +53,18 @@ struct ListSlot {
 struct ReleaseSlot {
     record: Option<Arc<ReleaseRecord>>,
     refused: Option<(Instant, String)>,
+}
+
+/// How fresh a version list must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Reused until it is older than the refresh time (the metadata of versions it lists).
+    Reuse,
+    /// Asked again unless a couple of seconds old (the mirror's `index.json`, which is all
+    /// Terraform reads before it picks a version: a new upstream release is listed at once).
+    Revalidate,
+    /// Asked again now (a version the list does not hold; `tfreg sync`).
+    Force,
 }
 
 /// A provider's versions as the mirror lists them.
@@ -207,13 +221,14 @@ impl UpstreamCache {
         }
     }
 
-    /// The provider's versions: the last good list, refreshed when older than the refresh
-    /// time (or at once with `force`). An upstream failure leaves the last good list served,
-    /// marked stale; with no list at all, the failure is the answer.
+    /// The provider's versions: the last good list, asked again as `freshness` says. An
+    /// upstream failure leaves the last good list served, marked stale (and the upstream is
+    /// not asked again for 30 seconds, unless forced); with no list at all, the failure is
+    /// the answer.
     pub async fn versions(
         &self,
         up: &UpstreamProvider,
-        force: bool,
+        freshness: Freshness,
     ) -> Result<Listing, UpstreamError> {
         let slot = self.lists.get(up);
         let mut s = slot.lock().await;
@@ -226,13 +241,13 @@ impl UpstreamCache {
                 .map(|f| f.reason.clone());
             s.loaded = true;
         }
-        let wait = if s.failure.is_some() {
-            RETRY_FAILED.min(self.settings.refresh)
-        } else {
-            self.settings.refresh
+        let wait = match (freshness, s.failure.is_some()) {
+            (_, true) => RETRY_FAILED.min(self.settings.refresh),
+            (Freshness::Revalidate, false) => REVALIDATE.min(self.settings.refresh),
+            (_, false) => self.settings.refresh,
         };
         let due = s.checked.is_none_or(|t| t.elapsed() >= wait);
-        if due || force {
+        if due || freshness == Freshness::Force {
             s.checked = Some(Instant::now());
             match self
                 .within_deadline(up, fetch::version_list(self.client.as_ref(), up))
@@ -328,9 +343,9 @@ impl UpstreamCache {
                 return Err(UpstreamError::Refused(reason.clone()));
             }
         }
-        let mut listing = self.versions(up, false).await?;
+        let mut listing = self.versions(up, Freshness::Reuse).await?;
         if !listing.list.versions.contains_key(version) {
-            listing = self.versions(up, true).await?;
+            listing = self.versions(up, Freshness::Force).await?;
         }
         let Some(entry) = listing.list.versions.get(version) else {
             let why = listing
