@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod client;
+pub mod clients;
 pub mod fetch;
 pub mod mirror;
 pub mod protocol;
@@ -62,6 +63,8 @@ pub struct UpstreamSettings {
     pub max_package_bytes: u64,
     /// Most upstream fetches of releases and packages at once, across all clients.
     pub max_fetches: usize,
+    /// Most of them one client may have at once.
+    pub max_fetches_per_client: usize,
     /// How long a request may wait for a free fetch before it is told to come back.
     pub queue_wait: Duration,
     /// The most time all the upstream calls for one list or one release may take together
@@ -94,6 +97,7 @@ impl Default for UpstreamSettings {
             fetch: FetchMode::Wait,
             max_package_bytes: crate::hash::PackageLimits::default().max_package_bytes,
             max_fetches: 4,
+            max_fetches_per_client: 2,
             queue_wait: Duration::from_secs(20),
             deadline: Duration::from_secs(25),
             background: Background::Here,

@@ -217,6 +217,8 @@ async fn connection(
 ) {
     let limits = &shared.limits;
     let _ = tcp.set_nodelay(true);
+    // The client's address, for the limits kept per client (axum's `ConnectInfo`).
+    let peer = tcp.peer_addr().ok();
     // Under pressure (even pressure that builds up meanwhile), a client gets no longer to
     // finish its handshake than an idle connection gets to stay open.
     let started = tokio::time::Instant::now();
@@ -252,9 +254,14 @@ async fn connection(
     let io = Guard::new(tls, head, Arc::clone(&activity));
     let answering = Arc::clone(&activity);
     let service =
-        hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+        hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
             let ticket = answering.begin_request();
             let app = app.clone();
+            if let Some(peer) = peer {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+            }
             async move {
                 let response = match app.oneshot(request.map(axum::body::Body::new)).await {
                     Ok(response) => response,

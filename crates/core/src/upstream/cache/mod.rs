@@ -4,7 +4,6 @@
 //! one bound. What is verified is written to the store and served from it from then on.
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,11 +12,16 @@ use serde::de::DeserializeOwned;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+mod packages;
+mod slots;
+
+use slots::Slots;
+
+use super::clients::{ClientShares, Share};
 use super::fetch::{self, unix_now};
 use super::record::{encode, PlatformPackage, Refusal};
 use super::{
-    Background, ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider, UpstreamSettings,
-    VersionList,
+    ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider, UpstreamSettings, VersionList,
 };
 use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::store::{ArtifactStore, ArtifactWriter};
@@ -31,27 +35,6 @@ const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 const ASK_AGAIN: Duration = Duration::from_secs(600);
 /// Most entries kept per kind; entries not in use are dropped past it.
 const MAX_SLOTS: usize = 10_000;
-
-/// One lock per item, so one fetch serves every request for it.
-struct Slots<K, V> {
-    map: Mutex<HashMap<K, Arc<tokio::sync::Mutex<V>>>>,
-}
-
-impl<K: Eq + Hash + Clone, V: Default> Slots<K, V> {
-    fn new() -> Self {
-        Self {
-            map: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn get(&self, key: &K) -> Arc<tokio::sync::Mutex<V>> {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_SLOTS && !map.contains_key(key) {
-            map.retain(|_, slot| Arc::strong_count(slot) > 1);
-        }
-        map.entry(key.clone()).or_default().clone()
-    }
-}
 
 #[derive(Default)]
 struct ListSlot {
@@ -114,6 +97,8 @@ pub struct UpstreamCache {
     spool: Option<PathBuf>,
     /// When each background fetch was last asked for.
     asked: Mutex<HashMap<String, Instant>>,
+    /// Each client's fetches in flight.
+    clients: Arc<ClientShares>,
 }
 
 impl UpstreamCache {
@@ -138,6 +123,7 @@ impl UpstreamCache {
             fetches,
             spool,
             asked: Mutex::new(HashMap::new()),
+            clients: Arc::default(),
         })
     }
 
@@ -157,10 +143,21 @@ impl UpstreamCache {
             })
     }
 
-    async fn permit(&self, up: &UpstreamProvider) -> Result<OwnedSemaphorePermit, UpstreamError> {
+    async fn permit(
+        &self,
+        up: &UpstreamProvider,
+    ) -> Result<(OwnedSemaphorePermit, Option<Share>), UpstreamError> {
+        let share = self
+            .clients
+            .take(self.settings.max_fetches_per_client)
+            .map_err(|active| {
+                UpstreamError::Busy(format!(
+                    "this client already has {active} upstream fetches in progress; {up} waits: try again shortly"
+                ))
+            })?;
         let acquire = Arc::clone(&self.fetches).acquire_owned();
         match tokio::time::timeout(self.settings.queue_wait, acquire).await {
-            Ok(Ok(permit)) => Ok(permit),
+            Ok(Ok(permit)) => Ok((permit, share)),
             _ => Err(UpstreamError::Busy(format!(
                 "the registry is fetching {} other upstream files at once; {up} waits: try again shortly",
                 self.settings.max_fetches
@@ -370,204 +367,5 @@ impl UpstreamCache {
             reason: reason.to_owned(),
         };
         self.write(&up.refusal_key(version), encode(&refusal)).await;
-    }
-
-    /// The packages of a verified release, by platform.
-    pub async fn packages(
-        &self,
-        up: &UpstreamProvider,
-        version: &Version,
-    ) -> Result<Vec<MirrorPackage>, UpstreamError> {
-        let record = self.release(up, version).await?;
-        Ok(record
-            .platforms
-            .iter()
-            .filter_map(|(platform, package)| {
-                let (os, arch) = platform.split_once('_')?;
-                let platform = Platform::parse(os, arch).ok()?;
-                Some(MirrorPackage {
-                    key: up.package_key(version, &platform),
-                    platform,
-                    package: package.clone(),
-                })
-            })
-            .collect())
-    }
-
-    /// One package, verified and stored: what is stored already when it matches the signed
-    /// SHA256SUMS, else fetched now.
-    pub async fn package(
-        &self,
-        up: &UpstreamProvider,
-        version: &Version,
-        platform: &Platform,
-    ) -> Result<PackageFile, UpstreamError> {
-        let record = self.release(up, version).await?;
-        let Some(package) = record.platforms.get(&platform.to_string()).cloned() else {
-            return Err(UpstreamError::NotFound(format!(
-                "{up} {version} has no package for {platform} at the upstream"
-            )));
-        };
-        let key = up.package_key(version, platform);
-        let slot = self.packages.get(&key);
-        let _one_at_a_time = slot.lock().await;
-        if let Some(stored) = self.stored(&key, &package).await? {
-            return Ok(stored);
-        }
-        let _permit = self.permit(up).await?;
-        let spool = self.spool_file()?;
-        let fetched = fetch::package(
-            self.client.as_ref(),
-            up,
-            version,
-            &package,
-            self.settings.max_package_bytes,
-            spool.path(),
-        )
-        .await;
-        if let Err(UpstreamError::Refused(reason)) = &fetched {
-            self.refuse(up, version, reason).await;
-        }
-        fetched?;
-        self.writer.put_file(&key, spool.path()).await?;
-        tracing::info!(provider = %up, %version, %platform, "cached an upstream package");
-        let file = spool.reopen().map_err(|e| {
-            UpstreamError::Internal(format!("cannot reopen a spooled package: {e}"))
-        })?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok(PackageFile {
-            file,
-            size,
-            spool: Some(spool),
-        })
-    }
-
-    fn spool_file(&self) -> Result<tempfile::NamedTempFile, UpstreamError> {
-        match &self.spool {
-            Some(dir) => tempfile::NamedTempFile::new_in(dir),
-            None => tempfile::NamedTempFile::new(),
-        }
-        .map_err(|e| UpstreamError::Internal(format!("cannot create a spool file: {e}")))
-    }
-
-    /// The stored package at `key`, checked against the signed SHA256SUMS before it is
-    /// served; `None` when nothing is stored.
-    async fn stored(
-        &self,
-        key: &str,
-        package: &PlatformPackage,
-    ) -> Result<Option<PackageFile>, UpstreamError> {
-        let Some(body) = self.files.open(key).await? else {
-            return Ok(None);
-        };
-        let (file, spool) = match body.into_file() {
-            Ok((file, _)) => (file, None),
-            Err(body) => {
-                let spool = self.spool_file()?;
-                let mut out = tokio::fs::File::create(spool.path())
-                    .await
-                    .map_err(|e| UpstreamError::Internal(e.to_string()))?;
-                let mut limited = body.reader.take(self.settings.max_package_bytes);
-                tokio::io::copy(&mut limited, &mut out)
-                    .await
-                    .map_err(|e| UpstreamError::Internal(format!("cannot read {key}: {e}")))?;
-                let file = spool
-                    .reopen()
-                    .map_err(|e| UpstreamError::Internal(e.to_string()))?;
-                (file, Some(spool))
-            }
-        };
-        let check = file
-            .try_clone()
-            .map_err(|e| UpstreamError::Internal(e.to_string()))?;
-        let sha256 = tokio::task::spawn_blocking(move || crate::hash::sha256_hex(&check))
-            .await
-            .map_err(|e| UpstreamError::Internal(e.to_string()))?
-            .map_err(|e| UpstreamError::Internal(format!("cannot read {key}: {e}")))?;
-        if sha256 != package.sha256 {
-            return Err(UpstreamError::Refused(format!(
-                "{key} holds other bytes than the upstream's signed SHA256SUMS lists for it \
-                 (sha256 {sha256}, expected {}): remove it and it is fetched again",
-                package.sha256
-            )));
-        }
-        use std::io::Seek;
-        let mut file = file;
-        file.rewind()
-            .map_err(|e| UpstreamError::Internal(e.to_string()))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok(Some(PackageFile { file, size, spool }))
-    }
-
-    /// Has a package fetched into the cache in the background, once per ten minutes at
-    /// most: here, if a fetch is free now (else a later request asks again), or by the
-    /// fetcher function. For packages handed out passing through, and for the platforms
-    /// fetched eagerly so lock files get every platform's `h1:`.
-    pub async fn prefetch(
-        self: &Arc<Self>,
-        up: UpstreamProvider,
-        version: Version,
-        platform: Platform,
-    ) {
-        let key = up.package_key(&version, &platform);
-        {
-            let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-            if asked.len() >= MAX_SLOTS {
-                asked.retain(|_, at| at.elapsed() < ASK_AGAIN);
-            }
-            match asked.get(&key) {
-                Some(at) if at.elapsed() < ASK_AGAIN => return,
-                _ => {
-                    asked.insert(key, Instant::now());
-                }
-            }
-        }
-        if self.settings.background == Background::Requested {
-            let request = serde_json::json!({
-                "provider": up.to_string(),
-                "version": version.to_string(),
-                "platform": platform.to_string(),
-                "at": unix_now(),
-            });
-            self.write(&up.fetch_request_key(&version, &platform), encode(&request))
-                .await;
-            return;
-        }
-        if self.fetches.available_permits() == 0 {
-            return;
-        }
-        let cache = Arc::clone(self);
-        tokio::spawn(async move {
-            if let Err(e) = cache.package(&up, &version, &platform).await {
-                tracing::warn!(provider = %up, %version, %platform, error = %e, "could not cache an upstream package");
-            }
-        });
-    }
-}
-
-impl UpstreamCache {
-    /// The fetcher's work for one stored key: a fetch request (`upstream/.../fetch/...`)
-    /// fetches, verifies and stores its package, unless it is stored already. Other keys are
-    /// not its business (`Ok(false)`).
-    pub async fn fetch_requested(&self, key: &str) -> Result<bool, UpstreamError> {
-        let Some((up, version, platform)) = UpstreamProvider::from_fetch_request_key(key) else {
-            return Ok(false);
-        };
-        if !self.settings.rules.allows(&up.host, &up.provider) {
-            tracing::warn!(
-                key,
-                "a fetch request for a provider the allow-list does not take; ignored"
-            );
-            return Ok(false);
-        }
-        if self
-            .files
-            .head(&up.package_key(&version, &platform))
-            .await?
-            .is_some()
-        {
-            return Ok(true);
-        }
-        self.package(&up, &version, &platform).await.map(|_| true)
     }
 }
