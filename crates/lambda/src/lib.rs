@@ -286,6 +286,8 @@ pub fn web_state(config: &WebFunctionSettings, stores: Stores) -> tfreg_http::we
         sessions,
         options: config.web.clone(),
         sign_in_with: config.sign_in_with.clone(),
+        // The cache's records are in the bucket: `tfreg status --table --bucket` shows them.
+        upstream: None,
     }
 }
 

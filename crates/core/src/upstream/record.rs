@@ -117,6 +117,9 @@ pub struct VersionList {
     /// The last failed refresh, while the list is served stale.
     #[serde(default)]
     pub last_failure: Option<Refusal>,
+    /// The releases (or packages of them) refused, each with its last refusal.
+    #[serde(default)]
+    pub refused: BTreeMap<Version, Refusal>,
 }
 
 /// A release fetched and verified: everything needed to serve it again without the upstream,

@@ -3,15 +3,13 @@
 //! refreshed (and whether it is stale), each cached release with its platforms, and each
 //! refusal with its reason.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
-use super::record::{Refusal, ReleaseRecord, UpstreamProvider, VersionList};
-use crate::layout::{classify, Artifact, Classified};
+use super::record::{ReleaseRecord, UpstreamProvider, VersionList};
 use crate::store::ArtifactStore;
-use crate::version::Version;
 
 /// Largest record read.
 const MAX_RECORD: u64 = 16 * 1024 * 1024;
@@ -74,79 +72,65 @@ async fn read<T: serde::de::DeserializeOwned>(files: &dyn ArtifactStore, key: &s
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The cache's providers, from the store's `keys` (one listing, as `tfreg status` has).
-pub async fn read_all(files: &dyn ArtifactStore, keys: &[String]) -> Vec<UpstreamReport> {
-    let mut by_provider: BTreeMap<UpstreamProvider, Vec<&str>> = BTreeMap::new();
-    let mut stored: BTreeSet<(String, String, String)> = BTreeSet::new();
-    for key in keys {
-        if let Some((up, file)) = UpstreamProvider::from_key(key) {
-            by_provider.entry(up).or_default().push(file);
-        } else if let Classified::Artifact(Artifact::MirrorPackage {
-            hostname,
-            provider,
-            version,
-            platform,
-        }) = classify(key)
-        {
-            stored.insert((
-                format!("{hostname}/{provider}"),
-                version.to_string(),
-                platform.to_string(),
-            ));
-        }
+/// What the cache holds of one provider, from its records: the list, then each cached
+/// release and whether each of its packages is stored. Costs reads in proportion to what
+/// it reports, nothing more.
+pub async fn read_one(files: &dyn ArtifactStore, up: &UpstreamProvider) -> UpstreamReport {
+    let mut report = UpstreamReport {
+        provider: up.to_string(),
+        ..UpstreamReport::default()
+    };
+    let Some(list) = read::<VersionList>(files, &up.list_key()).await else {
+        return report;
+    };
+    report.source = Some(list.source.clone());
+    report.refreshed_at = Some(list.fetched_at);
+    report.listed = list.versions.len();
+    if let Some(failure) = &list.last_failure {
+        report.stale = Some(failure.reason.clone());
+        report.stale_since = Some(failure.at);
     }
-    let mut reports = Vec::new();
-    for (up, files_of) in by_provider {
-        let mut report = UpstreamReport {
-            provider: up.to_string(),
-            ..UpstreamReport::default()
+    for version in &list.cached {
+        let Some(record) = read::<ReleaseRecord>(files, &up.release_key(version)).await else {
+            continue;
         };
-        if let Some(list) = read::<VersionList>(files, &up.list_key()).await {
-            report.source = Some(list.source.clone());
-            report.refreshed_at = Some(list.fetched_at);
-            report.listed = list.versions.len();
-            if let Some(failure) = list.last_failure {
-                report.stale = Some(failure.reason);
-                report.stale_since = Some(failure.at);
+        let mut stored = Vec::new();
+        for platform in record.platforms.keys() {
+            let key = format!(
+                "mirror/{}/{}/terraform-provider-{}_{version}_{platform}.zip",
+                up.host, up.provider, up.provider.type_
+            );
+            if matches!(files.head(&key).await, Ok(Some(_))) {
+                stored.push(platform.clone());
             }
         }
-        let mut versions: BTreeSet<Version> = BTreeSet::new();
-        let mut refused: BTreeSet<Version> = BTreeSet::new();
-        for file in files_of {
-            if let Some(stem) = file.strip_suffix(".refused.json") {
-                refused.extend(Version::parse(stem).ok());
-            } else if let Some(stem) = file.strip_suffix(".json") {
-                versions.extend(Version::parse(stem).ok());
-            }
-        }
-        for version in &versions {
-            let Some(record) = read::<ReleaseRecord>(files, &up.release_key(version)).await else {
-                continue;
-            };
-            let name = up.to_string();
-            report.cached.push(CachedRelease {
-                version: version.to_string(),
-                fetched_at: record.fetched_at,
-                signed_by: record.signed_by.clone(),
-                stored: record
-                    .platforms
-                    .keys()
-                    .filter(|p| stored.contains(&(name.clone(), version.to_string(), (*p).clone())))
-                    .cloned()
-                    .collect(),
-                platforms: record.platforms.keys().cloned().collect(),
-            });
-        }
-        for version in &refused {
-            if let Some(refusal) = read::<Refusal>(files, &up.refusal_key(version)).await {
-                report.refused.push(RefusedRelease {
-                    version: version.to_string(),
-                    at: refusal.at,
-                    reason: refusal.reason,
-                });
-            }
-        }
-        reports.push(report);
+        report.cached.push(CachedRelease {
+            version: version.to_string(),
+            fetched_at: record.fetched_at,
+            signed_by: record.signed_by.clone(),
+            stored,
+            platforms: record.platforms.keys().cloned().collect(),
+        });
+    }
+    for (version, refusal) in &list.refused {
+        report.refused.push(RefusedRelease {
+            version: version.to_string(),
+            at: refusal.at,
+            reason: refusal.reason.clone(),
+        });
+    }
+    report
+}
+
+/// Every provider the store's `keys` hold records of (`tfreg status` lists the keys once).
+pub async fn read_all(files: &dyn ArtifactStore, keys: &[String]) -> Vec<UpstreamReport> {
+    let providers: BTreeSet<UpstreamProvider> = keys
+        .iter()
+        .filter_map(|key| UpstreamProvider::from_key(key).map(|(up, _)| up))
+        .collect();
+    let mut reports = Vec::new();
+    for up in &providers {
+        reports.push(read_one(files, up).await);
     }
     reports
 }

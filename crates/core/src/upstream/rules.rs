@@ -76,6 +76,19 @@ impl Rules {
         self.0.iter().any(|r| r.allows(host, provider))
     }
 
+    /// The providers rules name without a wildcard.
+    pub fn exact(&self) -> impl Iterator<Item = super::UpstreamProvider> + '_ {
+        self.0.iter().filter_map(|r| {
+            if r.namespace.contains('*') || r.type_.contains('*') {
+                return None;
+            }
+            Some(super::UpstreamProvider {
+                host: Hostname::parse(&r.host).ok()?,
+                provider: ProviderAddress::parse(&r.namespace, &r.type_).ok()?,
+            })
+        })
+    }
+
     /// True when nothing is allowed.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

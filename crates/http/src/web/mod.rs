@@ -51,6 +51,8 @@ pub struct WebState {
     /// The identity provider the sign-in page offers (its display name), when one is
     /// configured (the login family then serves `/oauth/sign-in`).
     pub sign_in_with: Option<String>,
+    /// The mirror's upstream cache, whose page shows what it holds.
+    pub upstream: Option<std::sync::Arc<tfreg_core::upstream::UpstreamCache>>,
 }
 
 /// Settings of the pages.
@@ -111,6 +113,7 @@ pub fn routes(state: WebState) -> axum::Router {
             "/providers/{namespace}/{type}/{version}",
             get(pages::provider::version),
         )
+        .route("/upstream", get(pages::upstream::page))
         .route("/sign-out", post(sign_in::sign_out))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), viewer));
     axum::Router::new()

@@ -294,7 +294,9 @@ impl UpstreamCache {
         let slot = self.lists.get(up);
         let mut s = slot.lock().await;
         if let Some(list) = s.list.as_mut() {
-            if list.cached.insert(version.clone()) {
+            // A release refused before and verified now is no longer refused.
+            let unrefused = list.refused.remove(version).is_some();
+            if list.cached.insert(version.clone()) || unrefused {
                 let bytes = encode(&*list);
                 self.write(&up.list_key(), bytes).await;
             }
@@ -367,5 +369,26 @@ impl UpstreamCache {
             reason: reason.to_owned(),
         };
         self.write(&up.refusal_key(version), encode(&refusal)).await;
+        let slot = self.lists.get(up);
+        let mut s = slot.lock().await;
+        if let Some(list) = s.list.as_mut() {
+            list.refused.insert(version.clone(), refusal);
+            let bytes = encode(&*list);
+            self.write(&up.list_key(), bytes).await;
+        }
+    }
+
+    /// What the cache holds of `up`, from its records: for the pages and `tfreg status`.
+    pub async fn report(&self, up: &UpstreamProvider) -> super::report::UpstreamReport {
+        super::report::read_one(self.files.as_ref(), up).await
+    }
+
+    /// The upstream providers to report on: those the allow-list names exactly, and those
+    /// asked for since this process started.
+    pub fn known(&self) -> Vec<UpstreamProvider> {
+        let mut known: std::collections::BTreeSet<UpstreamProvider> =
+            self.settings.rules.exact().collect();
+        known.extend(self.lists.keys());
+        known.into_iter().collect()
     }
 }

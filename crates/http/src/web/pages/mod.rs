@@ -3,6 +3,7 @@
 pub mod catalogue;
 pub mod module;
 pub mod provider;
+pub mod upstream;
 
 use axum::http::StatusCode;
 use axum::response::Response;
