@@ -23,5 +23,6 @@ mod request_cost;
 mod serve;
 mod sign_in_attacks;
 mod stack;
+mod stack_upstream;
 mod upstream;
 mod web;

@@ -7,8 +7,9 @@
 //! - a stand-in for API Gateway (HTTP API, payload format 2.0, TLS) routes each request to
 //!   the function the template routes it to, as an event, and turns its answer into the
 //!   HTTP response;
-//! - S3 event notifications are delivered to the indexer as AWS sends them (URL-encoded keys,
-//!   version ids, sequencers), by [`Stack::deliver`].
+//! - S3 event notifications are delivered to the functions the template subscribes to each
+//!   key (the indexer, the fetcher) as AWS sends them (URL-encoded keys, version ids,
+//!   sequencers), by [`Stack::deliver`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,11 @@ pub struct StackOptions {
     /// The sign-in client's secret: stored in the emulator's Secrets Manager as
     /// [`OIDC_SECRET_NAME`], named by the `OidcClientSecretArn` parameter.
     pub oidc_client_secret: Option<String>,
+    /// The `UpstreamProviders` parameter: the upstream providers the mirror caches.
+    pub upstream: Option<String>,
+    /// Variables given to every function beside the template's (settings a deployment
+    /// would add to the template, such as `TFREG_UPSTREAM_HOSTS` for a stand-in upstream).
+    pub function_env: Vec<(String, String)>,
 }
 
 /// The Secrets Manager secret of [`StackOptions::oidc_client_secret`].
@@ -65,6 +71,8 @@ impl Default for StackOptions {
             count_calls: false,
             identity: None,
             oidc_client_secret: None,
+            upstream: None,
+            function_env: Vec::new(),
         }
     }
 }
@@ -74,6 +82,8 @@ struct Function {
     name: String,
     /// `(method, path)` as the template has them (`ANY`, `/v1/modules/{proxy+}`).
     routes: Vec<(String, String)>,
+    /// The object keys its S3 events take, `(prefix, suffix)`.
+    s3_keys: Vec<(String, String)>,
     api: Arc<RuntimeApi>,
     child: Child,
     log: PathBuf,
@@ -118,6 +128,9 @@ fn environments(options: &StackOptions) -> BTreeMap<String, BTreeMap<String, Str
     }
     if let Some(identity) = &options.identity {
         command.args(["--param", &format!("IdentityConfig={identity}")]);
+    }
+    if let Some(upstream) = &options.upstream {
+        command.args(["--param", &format!("UpstreamProviders={upstream}")]);
     }
     if options.oidc_client_secret.is_some() {
         command.args([
@@ -172,10 +185,14 @@ impl Stack {
         let counting = options
             .count_calls
             .then(|| CountingProxy::start(&moto.endpoint, &cert));
-        let mut function_env = env.clone();
+        let mut function_env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        function_env.extend(options.function_env.iter().cloned());
         if let Some(proxy) = &counting {
-            function_env.push(("AWS_ENDPOINT_URL_DYNAMODB", proxy.url.clone()));
-            function_env.push(("AWS_ENDPOINT_URL_S3", proxy.url.clone()));
+            function_env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), proxy.url.clone()));
+            function_env.push(("AWS_ENDPOINT_URL_S3".into(), proxy.url.clone()));
         }
         let functions = environments
             .iter()
@@ -279,30 +296,47 @@ impl Stack {
         self.runtime.block_on(delete.send()).unwrap();
     }
 
-    /// Delivers S3 event notifications for `keys` to the indexer, as S3 does: one record
-    /// per event, keys URL-encoded, each delivered twice and the second time in reverse
-    /// order. Panics if the indexer fails one.
+    /// Delivers S3 event notifications for `keys` to the functions the template subscribes to
+    /// each (a key no function takes goes to the indexer, as before the fetcher existed), as
+    /// S3 does: one record per event, keys URL-encoded, each delivered twice and the second
+    /// time in reverse order. Panics if a function fails one.
     pub fn deliver(&self, keys: &[&str]) {
-        let indexer = self
-            .functions
-            .iter()
-            .find(|f| f.name == "indexer")
-            .expect("the indexer function");
-        let events: Vec<String> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, key)| self.s3_event(key, i))
-            .collect();
-        for event in events.iter().chain(events.iter().rev()) {
-            let answer = indexer.api.invoke(event.clone(), Duration::from_secs(120));
-            match answer {
-                Some(Answer::Response(_)) => {}
-                other => panic!(
-                    "the indexer failed an event: {other:?}\n{event}\n{}",
-                    std::fs::read_to_string(&indexer.log).unwrap_or_default()
-                ),
+        let takes = |f: &Function, key: &str| {
+            f.s3_keys.iter().any(|(prefix, suffix)| {
+                key.starts_with(prefix.as_str()) && key.ends_with(suffix.as_str())
+            })
+        };
+        for function in &self.functions {
+            let events: Vec<String> = keys
+                .iter()
+                .enumerate()
+                .filter(|(_, key)| {
+                    takes(function, key)
+                        || (function.name == "indexer"
+                            && !self.functions.iter().any(|f| takes(f, key)))
+                })
+                .map(|(i, key)| self.s3_event(key, i))
+                .collect();
+            for event in events.iter().chain(events.iter().rev()) {
+                let answer = function.api.invoke(event.clone(), Duration::from_secs(120));
+                match answer {
+                    Some(Answer::Response(_)) => {}
+                    other => panic!(
+                        "the {} function failed an event: {other:?}\n{event}\n{}",
+                        function.name,
+                        std::fs::read_to_string(&function.log).unwrap_or_default()
+                    ),
+                }
             }
         }
+    }
+
+    /// Every key under `prefix` in the bucket (latest versions), sorted.
+    pub fn keys_under(&self, prefix: &str) -> Vec<String> {
+        self.objects()
+            .into_keys()
+            .filter(|k| k.starts_with(prefix))
+            .collect()
     }
 
     /// An S3 event for the object's current state (created, or removed if it is gone).
@@ -504,7 +538,7 @@ async fn provision(
 fn start_function(
     logical_id: &str,
     environment: &BTreeMap<String, String>,
-    aws_env: &[(&'static str, String)],
+    aws_env: &[(String, String)],
     dir: &Path,
 ) -> Function {
     let code = &environment["__code_uri__"];
@@ -523,6 +557,15 @@ fn start_function(
                 .collect()
         })
         .unwrap_or_default();
+    let s3_keys = environment
+        .get("__s3_keys__")
+        .map(|r| {
+            r.split_whitespace()
+                .filter_map(|w| w.split_once('*'))
+                .map(|(p, s)| (p.to_owned(), s.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
     let api = Arc::new(RuntimeApi::start(vec![]));
     let log = dir.join(format!("{name}.log"));
     let child = Command::new(function_bin(&name))
@@ -533,7 +576,7 @@ fn start_function(
                 .filter(|(k, _)| !k.starts_with("__"))
                 .map(|(k, v)| (k.as_str(), v.as_str())),
         )
-        .envs(aws_env.iter().map(|(k, v)| (*k, v.as_str())))
+        .envs(aws_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .envs([
             ("AWS_LAMBDA_RUNTIME_API", api.addr.as_str()),
             ("AWS_LAMBDA_FUNCTION_NAME", logical_id),
@@ -548,6 +591,7 @@ fn start_function(
     Function {
         name,
         routes,
+        s3_keys,
         api,
         child,
         log,

@@ -12,7 +12,9 @@ values (its `Condition` holds), keyed by logical ID, with sorted keys:
 - Globals.Function is merged under each function's own properties as SAM merges it (maps
   key by key, the function's value winning), so the variables are the ones the function
   really gets. `__code_uri__` is the function's CodeUri: which binary runs with them;
-  `__routes__` its HTTP API routes, as space-separated `METHOD:PATH` words.
+  `__routes__` its HTTP API routes, as space-separated `METHOD:PATH` words;
+  `__s3_keys__` the object keys its S3 events take, as space-separated `PREFIX*SUFFIX`
+  words (the test stack delivers each key's events to the functions it matches).
 - Conditions and `Fn::If` are evaluated; `AWS::NoValue` drops the variable.
 - Everything the template cannot know offline is a fixed placeholder: pseudo parameters
   (account 123456789012, region us-east-1, partition aws, stack name tfreg), `Ref` to a
@@ -298,6 +300,18 @@ def routes(properties):
     return sorted(found)
 
 
+def s3_keys(properties):
+    """The object keys a function's S3 events take, as `PREFIX*SUFFIX` words (sorted)."""
+    found = set()
+    for event in (properties.get("Events") or {}).values():
+        if event.get("Type") != "S3":
+            continue
+        rules = (((event.get("Properties") or {}).get("Filter") or {}).get("S3Key") or {}).get("Rules") or []
+        by_name = {str(rule.get("Name", "")).lower(): str(rule.get("Value", "")) for rule in rules}
+        found.add(f"{by_name.get('prefix', '')}*{by_name.get('suffix', '')}")
+    return sorted(found)
+
+
 def function_environments(template):
     out = {}
     for logical_id in template.existing("AWS::Serverless::Function"):
@@ -306,6 +320,7 @@ def function_environments(template):
         env = {name: env_value(logical_id, name, value) for name, value in variables.items()}
         env["__code_uri__"] = code_uri(properties)
         env["__routes__"] = " ".join(routes(properties))
+        env["__s3_keys__"] = " ".join(s3_keys(properties))
         out[logical_id] = env
     return out
 

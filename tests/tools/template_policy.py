@@ -29,6 +29,11 @@ Checks (see CHECKS at the end):
   discovery-no-policies    the discovery function has no policies and no role of its own.
   indexer-s3-prefixes      the indexer reads exactly modules/*, providers/*, keys/* and
                            mirror/*, and may list the bucket itself.
+  readers-s3-prefixes      modules, providers and web read only their files and the
+                           overflow documents; the mirror also reads and writes the upstream
+                           cache's records (upstream/*) and may list the bucket.
+  fetcher-s3-prefixes      the fetcher reads and writes exactly upstream/* and mirror/*, may
+                           list the bucket, and has no access to the table at all.
   table-ttl                DynamoDB TTL enabled on the attribute `ttl`.
   api-throttling           the throttling parameters are the HTTP API's default route
                            settings, and every route belongs to that API.
@@ -36,7 +41,8 @@ Checks (see CHECKS at the end):
                            and 0 reserves none (a reservation of 0 would stop the function).
   versions-kept            the bucket keeps object versions and no lifecycle rule expires
                            any (published versions are served from their first object
-                           version, whatever is uploaded over it).
+                           version, whatever is uploaded over it) but the replaced versions
+                           of derived records (.tfreg/documents/, upstream/).
   access-logs              the HTTP API logs to a log group of the template kept for
                            LogRetentionDays, in a one-line JSON format with the agreed fields,
                            $context.path among them, and no header, override, authorizer or
@@ -137,6 +143,8 @@ class Checked:
 
 
 # ---- reading the template ------------------------------------------------------------------
+# Where the upstream cache keeps its records (never a published file; packages go to mirror/).
+UPSTREAM_PREFIX = "upstream/"
 # Where the indexer keeps documents too large for a table item.
 DOCUMENTS_PREFIX = ".tfreg/documents/"
 
@@ -284,7 +292,8 @@ def tokens_deny_actions(template, stmts):
 
 def s3_grants(stmts):
     """(object resources, bucket resources, unexpected actions, written resources) of a
-    function's S3 Allows. Writes are PutObject and DeleteObject; anything else is unexpected."""
+    function's S3 Allows. Writes are PutObject, DeleteObject and AbortMultipartUpload (of a
+    write in parts); anything else is unexpected."""
     objects, buckets, unexpected, written = set(), set(), set(), set()
     for s in stmts:
         if s.effect != "Allow":
@@ -298,7 +307,7 @@ def s3_grants(stmts):
                 buckets.update(s.resources)
             elif action in S3_OBJECT_READS:
                 objects.update(s.resources)
-            elif action in ("s3:putobject", "s3:deleteobject"):
+            elif action in ("s3:putobject", "s3:deleteobject", "s3:abortmultipartupload"):
                 written.update(s.resources)
             elif action.startswith("s3:") or action == "*":
                 unexpected.add(action)
@@ -453,9 +462,25 @@ def check_indexer_s3_prefixes(checked):
 def check_readers_s3_prefixes(checked):
     """The functions that read documents may read the overflow documents, and their own files."""
     problems = []
-    for binary, prefixes in [("modules", ["modules"]), ("providers", ["providers"]),
-                             ("mirror", ["mirror", "providers"]), ("web", [])]:
+    for binary, prefixes in [("modules", ["modules"]), ("providers", ["providers"]), ("web", [])]:
         problems += check_s3_prefixes(checked, binary, DEFAULT, prefixes + [".tfreg/documents"], list_bucket=False)
+    # The mirror keeps the upstream cache's version lists, release records and fetch requests.
+    problems += check_s3_prefixes(checked, "mirror", DEFAULT, ["mirror", "providers", "upstream", ".tfreg/documents"],
+                                  list_bucket=True, writes=["upstream"])
+    return problems
+
+
+def check_fetcher_s3_prefixes(checked):
+    """The fetcher stores verified packages and refusals, and never touches the table."""
+    problems = check_s3_prefixes(checked, "fetcher", DEFAULT, ["upstream", "mirror"], list_bucket=True,
+                                 writes=["upstream", "mirror"])
+    template = checked.template(DEFAULT)
+    for logical_id, props in functions_running(template, "fetcher"):
+        stmts, unreadable = statements(logical_id, props)
+        problems += unreadable
+        for s in stmts:
+            if s.effect == "Allow" and on_table(template, s):
+                problems.append(f"{logical_id} (fetcher) may reach the table, which it never reads: {s}")
     return problems
 
 
@@ -519,9 +544,12 @@ def check_versions_kept(checked):
                                     "NoncurrentVersionTransitions", "NoncurrentVersionTransition",
                                     "Transitions", "Transition")
                         if k in rule]
-            # The indexer's derived documents may go; nothing published may.
+            # The indexer's derived documents and the upstream cache's replaced records (version
+            # lists, fetch requests) may go; nothing published may.
             prefix = rule.get("Prefix") or ((rule.get("Filter") or {}).get("Prefix"))
-            if prefix == DOCUMENTS_PREFIX:
+            if prefix in (DOCUMENTS_PREFIX, UPSTREAM_PREFIX) and not (
+                set(expiring) - {"NoncurrentVersionExpiration", "NoncurrentVersionExpirationInDays"}
+            ):
                 continue
             if expiring and str(rule.get("Status")) == "Enabled":
                 problems.append(f"{bucket} lifecycle rule {rule.get('Id')!r} has {', '.join(expiring)}")
@@ -659,7 +687,9 @@ CHECKS = [
     ("discovery-no-policies", "discovery has no permissions", check_discovery_no_policies),
     ("indexer-s3-prefixes", "indexer reads only modules/, providers/, keys/, mirror/, .tfreg/documents/ and writes only the last",
      check_indexer_s3_prefixes),
-    ("readers-s3-prefixes", "modules, providers, mirror and web read only their files and .tfreg/documents/", check_readers_s3_prefixes),
+    ("readers-s3-prefixes", "modules, providers, mirror and web read only their files and .tfreg/documents/ (mirror: upstream/ too)",
+     check_readers_s3_prefixes),
+    ("fetcher-s3-prefixes", "fetcher reads and writes only upstream/ and mirror/, and no table", check_fetcher_s3_prefixes),
     ("table-ttl", "TTL on the attribute ttl", check_table_ttl),
     ("api-throttling", "throttling parameters applied to every route", check_api_throttling),
     ("reserved-concurrency", "FunctionConcurrencyLimit on every function, 0 = none", check_reserved_concurrency),

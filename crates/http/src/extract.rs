@@ -1,4 +1,5 @@
-//! Request extractors whose rejections are JSON errors, and the request's origin.
+//! Request extractors whose rejections are JSON errors, the request's origin, and the
+//! signed part of the registry's own URLs.
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -28,5 +29,25 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestOrigin {
             .and_then(Origin::https)
             .map(RequestOrigin)
             .ok_or_else(|| ApiError::BadRequest("missing or malformed Host header".into()))
+    }
+}
+
+/// The signed part of a download URL: its expiry, its signature and the revision it names.
+#[derive(serde::Deserialize)]
+pub struct SignedQuery {
+    pub(crate) expires: Option<String>,
+    pub(crate) signature: Option<String>,
+    pub(crate) revision: Option<String>,
+}
+
+impl SignedQuery {
+    /// The expiry, if it is a number.
+    pub fn expires_at(&self) -> Option<u64> {
+        self.expires.as_deref().and_then(|e| e.parse().ok())
+    }
+
+    /// The signature, if given.
+    pub fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
     }
 }

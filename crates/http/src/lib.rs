@@ -71,7 +71,18 @@ pub struct ApiState {
     /// Where tokens are checked; `None` for a public registry, which answers everyone.
     pub tokens: Option<Arc<dyn TokenStore>>,
     /// The pull-through cache of upstream providers, when the mirror has one.
-    pub upstream: Option<routes::mirror::Upstream>,
+    pub upstream: Option<Upstream>,
+}
+
+/// The upstream cache and the signer of its package URLs (`None`: packages not cached yet
+/// are passed through to the upstream's own URLs). Used by the mirror family
+/// ([`routes::mirror`]).
+#[derive(Clone)]
+pub struct Upstream {
+    /// The cache.
+    pub cache: Arc<tfreg_core::upstream::UpstreamCache>,
+    /// Signs the URLs that fetch a package.
+    pub signer: Option<Arc<tfreg_core::signing::UrlSigner>>,
 }
 
 /// Everything, for a server that answers every family (the local shape).
@@ -93,7 +104,7 @@ pub struct AppState {
     /// Signing in with an identity provider, and CI token exchange; `None`: not configured.
     pub login: Option<login::LoginState>,
     /// The mirror's pull-through cache of upstream providers; `None`: not configured.
-    pub upstream: Option<routes::mirror::Upstream>,
+    pub upstream: Option<Upstream>,
 }
 
 impl AppState {
@@ -117,7 +128,7 @@ impl AppState {
     }
 
     /// The mirror answers for the upstream providers `upstream` allows.
-    pub fn with_upstream(mut self, upstream: routes::mirror::Upstream) -> Self {
+    pub fn with_upstream(mut self, upstream: Upstream) -> Self {
         self.upstream = Some(upstream);
         self
     }

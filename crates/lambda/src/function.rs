@@ -7,8 +7,8 @@
 
 use crate::config::{ConfigError, FunctionSettings, Lookup};
 use crate::settings::{
-    ApiSettings, DiscoverySettings, DownloadsSettings, IndexerSettings, LoginSettings,
-    WebFunctionSettings,
+    ApiSettings, DiscoverySettings, DownloadsSettings, FetcherSettings, IndexerSettings,
+    LoginSettings, MirrorSettings, WebFunctionSettings,
 };
 
 /// The functions of the stack (template.yaml), by what they serve.
@@ -30,6 +30,9 @@ pub enum Function {
     Web,
     /// Signing in: `terraform login`, the pages' sign-in with the provider, CI exchange.
     Login,
+    /// S3 event notifications under `upstream/`: fetches the upstream packages the mirror
+    /// was asked for into the bucket.
+    Fetcher,
 }
 
 /// What a function is: the rows of [`Function::ALL`].
@@ -38,7 +41,7 @@ pub struct Spec {
     /// Its package (`crates/functions/<name>`), binary and `build/lambda/<name>/` folder.
     pub name: &'static str,
     /// Its HTTP API routes as template.yaml declares them, `METHOD:PATH`, sorted (none for
-    /// the indexer, which S3 invokes).
+    /// the indexer and the fetcher, which S3 invokes).
     pub routes: &'static [&'static str],
     /// The route family it serves (the access log's `route`), if it serves HTTP.
     pub family: Option<tfreg_http::Family>,
@@ -70,7 +73,7 @@ fn reads<S: FunctionSettings>(
 
 impl Function {
     /// Every function of the stack, each once.
-    pub const ALL: [Function; 8] = [
+    pub const ALL: [Function; 9] = [
         Function::Discovery,
         Function::Modules,
         Function::Providers,
@@ -79,6 +82,7 @@ impl Function {
         Function::Indexer,
         Function::Web,
         Function::Login,
+        Function::Fetcher,
     ];
 
     /// The function's name, routes and settings: the one place each is written.
@@ -103,7 +107,7 @@ impl Function {
                 Some(Family::Providers),
                 "tfreg_http::routes::providers::",
             ),
-            Function::Mirror => reads::<ApiSettings>(
+            Function::Mirror => reads::<MirrorSettings>(
                 "mirror",
                 &["ANY:/v1/mirror/{proxy+}"],
                 Some(Family::Mirror),
@@ -139,6 +143,9 @@ impl Function {
                 Some(Family::Login),
                 "tfreg_http::login::",
             ),
+            Function::Fetcher => {
+                reads::<FetcherSettings>("fetcher", &[], None, "tfreg_lambda::fetcher::")
+            }
         }
     }
 

@@ -7,8 +7,10 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod fetcher;
 pub mod function;
 pub mod settings;
+pub mod upstream;
 
 use std::sync::Arc;
 
@@ -50,7 +52,8 @@ impl Stores {
         urls: &UrlSettings,
         cache: CacheSettings,
     ) -> Stores {
-        Stores::connect_with(table, bucket, urls, cache, false).await
+        let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+        Stores::connect_with(&aws, table, bucket, urls, cache, false)
     }
 
     /// The stores of the indexer: its queries read consistently, so concurrent invocations
@@ -58,17 +61,19 @@ impl Stores {
     pub async fn connect_for_indexing(settings: &IndexerSettings) -> Stores {
         let (table, bucket) = (&settings.table, &settings.bucket);
         let urls = UrlSettings::default();
-        Stores::connect_with(table, bucket, &urls, CacheSettings::DEFAULT, true).await
+        let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+        Stores::connect_with(&aws, table, bucket, &urls, CacheSettings::DEFAULT, true)
     }
 
-    async fn connect_with(
+    /// The stores of a function that answers requests, over `aws`'s clients.
+    pub fn connect_with(
+        aws: &tfreg_aws::Aws,
         table: &str,
         bucket: &str,
         urls: &UrlSettings,
         cache: CacheSettings,
         indexing: bool,
     ) -> Stores {
-        let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
         let files = Arc::new(aws.artifacts(bucket, urls.url_ttl));
         Stores {
             // The indexer reads consistently: it is what judges every file. Requests read
@@ -111,7 +116,7 @@ pub fn app_state(settings: &ApiSettings, stores: Stores) -> AppState {
     AppState::new(api.registry, downloads, api.tokens)
 }
 
-fn init_tracing() {
+pub(crate) fn init_tracing() {
     // Every request's line, successes included: CloudWatch Logs Insights reads them.
     tfreg_http::logging::init(
         "info,tfreg::access=debug",
@@ -125,7 +130,7 @@ fn init_tracing() {
 
 /// Reads the function's settings; a bad one is reported to the Runtime API's init-error
 /// endpoint (so the console shows the message) before the function stops.
-async fn configure<S: FunctionSettings>() -> Result<S, Error> {
+pub(crate) async fn configure<S: FunctionSettings>() -> Result<S, Error> {
     match S::from_env() {
         Ok(config) => Ok(config),
         Err(e) => {
@@ -340,7 +345,7 @@ pub async fn run_indexer() -> Result<(), Error> {
 }
 
 /// An error and its sources, as one line.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     tfreg_core::store::ErrorChain(error).to_string()
 }
 
@@ -353,6 +358,25 @@ pub fn decode_event_key(raw: &str) -> Result<String, Error> {
         .map_err(|e| format!("the event's object key {raw:?} is not UTF-8: {e}").into())
 }
 
+/// The decoded key and the event name of each record of an S3 event about `bucket` (records
+/// about another bucket are left out, with a warning).
+pub fn event_keys(bucket: &str, event: S3Event) -> Result<Vec<(String, String)>, Error> {
+    let mut keys = Vec::new();
+    for record in event.records {
+        let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
+        if event_bucket != bucket {
+            tracing::warn!(event_bucket, bucket, "ignoring an event for another bucket");
+            continue;
+        }
+        let Some(raw) = record.s3.object.key.as_deref() else {
+            continue;
+        };
+        let kind = record.event_name.as_deref().unwrap_or("unknown").to_owned();
+        keys.push((decode_event_key(raw)?, kind));
+    }
+    Ok(keys)
+}
+
 /// Indexes every object an S3 event names. The event kind (created or removed) is only a
 /// hint: the indexer reads each key's current state, so duplicate, late or reordered events
 /// are harmless. A failure fails the invocation, so Lambda retries it and, past its retries,
@@ -363,17 +387,7 @@ pub async fn handle_s3_event(
     event: S3Event,
 ) -> Result<Vec<String>, Error> {
     let mut outcomes = Vec::new();
-    for record in event.records {
-        let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
-        if event_bucket != bucket {
-            tracing::warn!(event_bucket, bucket, "ignoring an event for another bucket");
-            continue;
-        }
-        let Some(raw) = record.s3.object.key.as_deref() else {
-            continue;
-        };
-        let key = decode_event_key(raw)?;
-        let kind = record.event_name.as_deref().unwrap_or("unknown");
+    for (key, kind) in event_keys(bucket, event)? {
         tracing::info!(key, kind, "S3 event");
         let outcome = indexer.index_key(&key).await?;
         let said = match outcome {

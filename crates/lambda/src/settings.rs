@@ -18,6 +18,9 @@ use tfreg_http::web::WebOptions;
 
 use crate::config::{required, ConfigError, FunctionSettings};
 
+mod upstream;
+pub use upstream::{FetcherFlags, FetcherSettings, LambdaUpstream, MirrorFlags, MirrorSettings};
+
 /// How a function makes download URLs: how long they last, and in redirect mode the secret
 /// that signs the registry's own.
 #[derive(Clone, PartialEq, Eq)]

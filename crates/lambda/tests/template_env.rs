@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use tfreg_lambda::settings::{
-    ApiSettings, DiscoverySettings, IndexerSettings, LoginSettings, WebFunctionSettings,
+    ApiSettings, DiscoverySettings, FetcherSettings, IndexerSettings, LoginSettings,
+    MirrorSettings, WebFunctionSettings,
 };
 use tfreg_lambda::{Function, FunctionSettings};
 
@@ -62,6 +63,12 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
     for (i, (mode, public, domain)) in cases.enumerate() {
         // Every other case with an identity document (and so the login function).
         let identity = if i % 2 == 0 { "" } else { identity };
+        // Every other pair of cases with upstream providers allowed (the cache on).
+        let upstream = if i % 4 < 2 {
+            ""
+        } else {
+            "registry.terraform.io/hashicorp/*,registry.terraform.io/integrations/github"
+        };
         {
             {
                 let parameters = [
@@ -73,6 +80,7 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                         if domain.is_empty() { "" } else { cert }
                     ),
                     format!("IdentityConfig={identity}"),
+                    format!("UpstreamProviders={upstream}"),
                     format!(
                         "OidcClientSecretArn={}",
                         if identity.is_empty() {
@@ -86,7 +94,7 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                 let functions = environments(&parameters);
                 let case = format!("{parameters:?}");
                 let expected =
-                    if mode == "redirect" { 7 } else { 6 } + usize::from(!identity.is_empty());
+                    if mode == "redirect" { 8 } else { 7 } + usize::from(!identity.is_empty());
                 assert_eq!(functions.len(), expected, "{case}: {functions:?}");
                 for (logical_id, environment) in &functions {
                     let function = function_of(environment);
@@ -101,7 +109,19 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                     let want_hostname = (!domain.is_empty()).then(|| domain.to_owned());
                     // Each function runs as the stack was deployed.
                     match function {
-                        Function::Modules | Function::Providers | Function::Mirror => {
+                        Function::Mirror => {
+                            let s = MirrorSettings::from_lookup(get).unwrap();
+                            let redirects = s.api.downloads.redirect_secret.is_some();
+                            assert_eq!(redirects, mode == "redirect", "{at}");
+                            assert_eq!(s.api.public, public == "true", "{at}");
+                            assert_eq!(hostname(&s.api.hostname), want_hostname, "{at}");
+                            assert_eq!(s.upstream.enabled(), !upstream.is_empty(), "{at}");
+                        }
+                        Function::Fetcher => {
+                            let s = FetcherSettings::from_lookup(get).unwrap();
+                            assert_eq!(s.upstream.enabled(), !upstream.is_empty(), "{at}");
+                        }
+                        Function::Modules | Function::Providers => {
                             let s = ApiSettings::from_lookup(get).unwrap();
                             let redirects = s.downloads.redirect_secret.is_some();
                             assert_eq!(redirects, mode == "redirect", "{at}");
@@ -157,7 +177,7 @@ fn functions_that_make_no_urls_ignore_download_settings() {
         }
         .map(str::to_owned)
     };
-    for function in [Function::Discovery, Function::Indexer] {
+    for function in [Function::Discovery, Function::Indexer, Function::Fetcher] {
         assert!(function.check(get).is_ok(), "{function:?}");
     }
     let err = Function::Modules.check(get).unwrap_err();

@@ -1,10 +1,7 @@
-//! tfreg's Lambda function for the mirror endpoints: all of it is in `tfreg-lambda`.
+//! tfreg's Lambda function for the mirror endpoints (and the upstream providers the
+//! allow-list takes): all of it is in `tfreg-lambda`.
 
 #[tokio::main]
 async fn main() -> Result<(), tfreg_lambda::Error> {
-    tfreg_lambda::run_api(
-        tfreg_lambda::Function::Mirror,
-        tfreg_http::routes::mirror::routes,
-    )
-    .await
+    tfreg_lambda::upstream::run_mirror().await
 }

@@ -10,7 +10,6 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use tfreg_core::downloads::Delivery;
 use tfreg_core::layout::{classify, Artifact, Classified};
 use tfreg_core::Downloads;
@@ -27,25 +26,9 @@ pub fn routes(downloads: Downloads) -> axum::Router {
         .with_state(downloads)
 }
 
-/// The signed part of a download URL: its expiry, its signature and the revision it names.
-#[derive(Deserialize)]
-pub struct SignedQuery {
-    expires: Option<String>,
-    signature: Option<String>,
-    revision: Option<String>,
-}
-
-impl SignedQuery {
-    /// The expiry, if it is a number.
-    pub fn expires_at(&self) -> Option<u64> {
-        self.expires.as_deref().and_then(|e| e.parse().ok())
-    }
-
-    /// The signature, if given.
-    pub fn signature(&self) -> Option<&str> {
-        self.signature.as_deref()
-    }
-}
+/// The signed part of a download URL (shared with the mirror's package URLs, so it lives
+/// with the extractors every family may use).
+pub use crate::extract::SignedQuery;
 
 const REFUSED: &str = "this download URL is invalid or has expired: ask the registry for a new one";
 

@@ -2,7 +2,6 @@
 //! uploads under `mirror/`, and (with an [`Upstream`] cache) the upstream providers the
 //! operator allows, with the URLs that fetch their packages.
 
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::body::Body;
@@ -12,27 +11,20 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
-use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::Access;
-use tfreg_core::upstream::{mirror as upstream_mirror, UpstreamCache, UpstreamProvider};
+use tfreg_core::upstream::{mirror as upstream_mirror, UpstreamProvider};
 use tfreg_core::{Hostname, Platform, ProviderAddress};
 use tokio_util::io::ReaderStream;
 
 use crate::error::ApiError;
-use crate::extract::{JsonPath, RequestOrigin};
-use crate::routes::artifacts::SignedQuery;
+use crate::extract::{JsonPath, RequestOrigin, SignedQuery};
 use crate::routes::{provider, version};
 use crate::ApiState;
 
-/// The upstream cache and the signer of its package URLs (`None`: packages not cached yet
-/// are passed through to the upstream's own URLs).
-#[derive(Clone)]
-pub struct Upstream {
-    /// The cache.
-    pub cache: Arc<UpstreamCache>,
-    /// Signs the URLs that fetch a package.
-    pub signer: Option<Arc<UrlSigner>>,
-}
+/// The upstream cache and the signer of its package URLs, held in the state every
+/// registry-reading family shares (so it is defined beside it: their binaries hold no code of
+/// this family).
+pub use crate::Upstream;
 
 /// The network mirror protocol's routes, behind the token check, and the upstream cache's
 /// package URLs, authorised by their own signature.
