@@ -96,6 +96,20 @@ fn the_stand_in_upstream_serves_signed_releases_and_its_proxy_tampers_on_demand(
             sha256_hex(&zip),
             "the zip was not corrupted"
         );
+        // Unique URLs in each answer, still good for the same files.
+        upstream.set(Fault::FreshUrls);
+        let fresh = get_json(
+            &client,
+            &format!("{url}/v1/providers/acme/widget/1.1.0/download/{os}/{arch}"),
+        );
+        let sums_url = fresh["shasums_url"].as_str().unwrap();
+        assert_ne!(sums_url, answer["shasums_url"].as_str().unwrap());
+        let fresh_zip = client
+            .get(fresh["download_url"].as_str().unwrap())
+            .send()
+            .unwrap();
+        assert_eq!(fresh_zip.status(), 200, "{fresh}");
+        assert_eq!(fresh_zip.bytes().unwrap(), zip);
         upstream.set(Fault::None);
     }
 
@@ -438,6 +452,33 @@ fn lock_files_made_through_the_mirror_hold_every_platform_and_install_with_the_u
         &again,
         "init with the tfreg-lock lock file, upstream stopped",
     );
+}
+
+#[test]
+fn an_upstream_whose_download_answers_carry_per_answer_signed_urls_is_cached() {
+    // Given an upstream that signs its URLs per answer, as tfreg itself or a registry
+    // handing out presigned bucket URLs does, so each platform's answer names the same
+    // SHA256SUMS at another URL,
+    let upstream = Upstream::start();
+    upstream.set(Fault::FreshUrls);
+    let cache = Cache::start(&upstream, &[ACME], &[]);
+
+    // when the mirror is asked for a release, then it answers every platform,
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/widget/1.1.0.json");
+    assert_eq!(
+        status, 200,
+        "the release was refused for its per-answer URLs: {body}"
+    );
+    for platform in Upstream::platforms() {
+        assert!(
+            body.contains(&format!("\"{platform}\"")),
+            "{platform}: {body}"
+        );
+    }
+    // and Terraform installs it.
+    let tf = cache.terraform("widget", "= 1.1.0");
+    init(&tf, "an upstream with per-answer URLs");
 }
 
 #[test]

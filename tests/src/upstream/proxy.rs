@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,6 +45,10 @@ pub enum Fault {
     Redirect(String),
     /// Answer invalid JSON for `providers.v1` version lists (`.../versions`).
     Malformed,
+    /// Make every URL of every `providers.v1` download answer unique (`&answer=N` appended),
+    /// as a registry handing out signed URLs does: each platform's answer names the same
+    /// SHA256SUMS at a different URL.
+    FreshUrls,
 }
 
 /// How many bytes [`Fault::Huge`] streams at most.
@@ -65,6 +70,8 @@ struct Shared {
     target_cert: Mutex<PathBuf>,
     fault: Mutex<Fault>,
     seen: Mutex<Vec<String>>,
+    /// Download answers numbered so far (for [`Fault::FreshUrls`]).
+    answers: AtomicU64,
 }
 
 impl TamperingProxy {
@@ -80,6 +87,7 @@ impl TamperingProxy {
             target_cert: Mutex::new(target_cert.to_path_buf()),
             fault: Mutex::new(Fault::None),
             seen: Mutex::new(Vec::new()),
+            answers: AtomicU64::new(0),
         });
         let tls = tfreg_local::server::load_tls(cert, key).unwrap();
         let mut proxy = TamperingProxy {
@@ -247,15 +255,7 @@ async fn forward(State((shared, client)): State<ProxyState>, method: Method, uri
             return (StatusCode::BAD_GATEWAY, message).into_response();
         }
     };
-    let body = tamper(
-        &fault,
-        path,
-        status,
-        &headers,
-        body,
-        &target,
-        &shared.origin,
-    );
+    let body = tamper(&fault, path, status, &headers, body, &target, &shared);
     respond(status, &headers, body, &target, &shared.origin, &method)
 }
 
@@ -268,8 +268,9 @@ fn tamper(
     headers: &HeaderMap,
     mut body: Vec<u8>,
     target: &str,
-    origin: &str,
+    shared: &Shared,
 ) -> Vec<u8> {
+    let origin = &shared.origin;
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -287,6 +288,19 @@ fn tamper(
             if let Some(keys) = answer["signing_keys"]["gpg_public_keys"].as_array_mut() {
                 for key in keys {
                     key["ascii_armor"] = serde_json::Value::String(armor.clone());
+                }
+            }
+            serde_json::to_vec(&answer).unwrap()
+        }
+        Fault::FreshUrls if json && path.contains("/download/") => {
+            let Ok(mut answer) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                return body;
+            };
+            let n = shared.answers.fetch_add(1, Ordering::Relaxed);
+            for field in ["download_url", "shasums_url", "shasums_signature_url"] {
+                if let Some(url) = answer[field].as_str() {
+                    let joint = if url.contains('?') { '&' } else { '?' };
+                    answer[field] = format!("{url}{joint}answer={n}").into();
                 }
             }
             serde_json::to_vec(&answer).unwrap()
