@@ -27,8 +27,6 @@ use crate::names::{Hostname, Platform, ProviderAddress};
 use crate::store::{ArtifactStore, ArtifactWriter};
 use crate::version::Version;
 
-/// A list this young is reused even when revalidating: a burst of requests costs one call.
-const REVALIDATE: Duration = Duration::from_secs(2);
 /// How soon a failed refresh is tried again (sooner than a good list is refreshed).
 const RETRY_FAILED: Duration = Duration::from_secs(30);
 /// Largest record read back from the store.
@@ -60,8 +58,9 @@ struct ReleaseSlot {
 pub enum Freshness {
     /// Reused until it is older than the refresh time (the metadata of versions it lists).
     Reuse,
-    /// Asked again unless a couple of seconds old (the mirror's `index.json`, which is all
-    /// Terraform reads before it picks a version: a new upstream release is listed at once).
+    /// Asked again, unless asked while this request waited for it (the mirror's
+    /// `index.json`, which is all Terraform reads before it picks a version: a new upstream
+    /// release is listed at once, and concurrent requests share one call).
     Revalidate,
     /// Asked again now (a version the list does not hold; `tfreg sync`).
     Force,
@@ -230,6 +229,7 @@ impl UpstreamCache {
         up: &UpstreamProvider,
         freshness: Freshness,
     ) -> Result<Listing, UpstreamError> {
+        let arrived = Instant::now();
         let slot = self.lists.get(up);
         let mut s = slot.lock().await;
         if !s.loaded {
@@ -241,18 +241,21 @@ impl UpstreamCache {
                 .map(|f| f.reason.clone());
             s.loaded = true;
         }
-        let wait = match (freshness, s.failure.is_some()) {
-            (_, true) => RETRY_FAILED.min(self.settings.refresh),
-            (Freshness::Revalidate, false) => REVALIDATE.min(self.settings.refresh),
-            (_, false) => self.settings.refresh,
+        let due = match (freshness, s.failure.is_some(), s.checked) {
+            (_, _, None) => true,
+            (_, true, Some(t)) => t.elapsed() >= RETRY_FAILED.min(self.settings.refresh),
+            // Asked again unless it was asked while this request waited for the slot: a
+            // burst of requests shares one call.
+            (Freshness::Revalidate, false, Some(t)) => t < arrived,
+            (_, false, Some(t)) => t.elapsed() >= self.settings.refresh,
         };
-        let due = s.checked.is_none_or(|t| t.elapsed() >= wait);
         if due || freshness == Freshness::Force {
-            s.checked = Some(Instant::now());
-            match self
+            let fetched = self
                 .within_deadline(up, fetch::version_list(self.client.as_ref(), up))
-                .await
-            {
+                .await;
+            // When the answer came: whoever waited meanwhile shares it.
+            s.checked = Some(Instant::now());
+            match fetched {
                 Ok(mut fresh) => {
                     if let Some(old) = &s.list {
                         for version in &old.cached {
