@@ -137,14 +137,19 @@ pub struct ProviderPlatform {
     pub arch: String,
 }
 
-/// `GET :namespace/:type/:version/download/:os/:arch`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// `GET :namespace/:type/:version/download/:os/:arch`: what this registry answers, and what
+/// the upstream cache reads from other registries (leniently: what it does not need may be
+/// missing).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct ProviderDownload {
     /// The plugin protocol versions the release speaks.
+    #[serde(default)]
     pub protocols: Vec<String>,
     /// The package's operating system.
+    #[serde(default)]
     pub os: String,
     /// The package's architecture.
+    #[serde(default)]
     pub arch: String,
     /// The zip's file name (`terraform-provider-<type>_<version>_<os>_<arch>.zip`).
     pub filename: String,
@@ -161,22 +166,25 @@ pub struct ProviderDownload {
 }
 
 /// The keys a provider release's signature may verify with.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct SigningKeys {
     /// The OpenPGP keys (this registry sends the one that verified).
     pub gpg_public_keys: Vec<GpgPublicKey>,
 }
 
 /// A trusted OpenPGP public key, as the provider protocol sends it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct GpgPublicKey {
     /// The key's 64-bit ID, uppercase hex.
+    #[serde(default)]
     pub key_id: String,
     /// The ASCII-armored public key.
     pub ascii_armor: String,
     /// A partner trust signature; always empty here.
+    #[serde(default)]
     pub trust_signature: String,
     /// Who publishes the key; always empty here.
+    #[serde(default)]
     pub source: String,
     /// A link about the key's publisher; always `null` here.
     pub source_url: Option<String>,

@@ -85,42 +85,12 @@ pub fn versions(body: &[u8]) -> Result<BTreeMap<Version, ListedVersion>, String>
     Ok(versions)
 }
 
-/// A `download` answer: one platform's package and the release's signed checksums.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Download {
-    /// Plugin protocols.
-    #[serde(default)]
-    pub protocols: Vec<String>,
-    /// The package's file name, as SHA256SUMS lists it.
-    pub filename: String,
-    /// Where the package is.
-    pub download_url: String,
-    /// Where SHA256SUMS is.
-    pub shasums_url: String,
-    /// Where SHA256SUMS's detached signature is.
-    pub shasums_signature_url: String,
-    /// The package's SHA-256, lowercase hex.
-    pub shasum: String,
-    /// The keys that may have signed SHA256SUMS.
-    pub signing_keys: SigningKeys,
-}
-
-/// `signing_keys` of a download answer.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SigningKeys {
-    /// The public keys.
-    pub gpg_public_keys: Vec<UpstreamKey>,
-}
+/// A `download` answer: one platform's package and the release's signed checksums (the
+/// protocol's own shape, read).
+pub type Download = crate::protocol::ProviderDownload;
 
 /// One signing key of an upstream release.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpstreamKey {
-    /// Its key ID, as the upstream names it.
-    #[serde(default)]
-    pub key_id: String,
-    /// The ASCII-armored public key.
-    pub ascii_armor: String,
-}
+pub type UpstreamKey = crate::protocol::GpgPublicKey;
 
 /// Parses a `download` answer fetched from `url`, resolving its URLs against it.
 pub fn download(url: &str, body: &[u8]) -> Result<Download, String> {
