@@ -132,6 +132,14 @@ impl UpstreamClient for FakeUpstream {
     }
 }
 
+/// An upstream with widget 1.0.0 signed by `key` (`release` or another), and an empty store.
+fn fresh(key: &str) -> (Arc<FakeUpstream>, Arc<MemoryArtifactStore>) {
+    (
+        FakeUpstream::with_widget(key),
+        Arc::new(MemoryArtifactStore::new()),
+    )
+}
+
 fn widget() -> UpstreamProvider {
     UpstreamProvider {
         host: Hostname::parse("up.test").unwrap(),
@@ -162,10 +170,7 @@ fn cache(
 
 #[tokio::test]
 async fn a_verified_release_is_kept_and_served_again_without_the_upstream() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     let first = cache(&up, &store, Duration::from_secs(300));
     let packages = first.packages(&widget(), &v("1.0.0")).await.unwrap();
     assert_eq!(packages.len(), 2);
@@ -216,10 +221,7 @@ async fn a_verified_release_is_kept_and_served_again_without_the_upstream() {
 
 #[tokio::test]
 async fn a_release_signed_by_another_key_is_refused_and_nothing_is_stored() {
-    let (up, store) = (
-        FakeUpstream::with_widget("other"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("other");
     let cache = cache(&up, &store, Duration::from_secs(300));
     let e = cache
         .package(&widget(), &v("1.0.0"), &linux())
@@ -250,10 +252,7 @@ async fn a_release_signed_by_another_key_is_refused_and_nothing_is_stored() {
 
 #[tokio::test]
 async fn a_zip_that_does_not_match_the_signed_sums_is_never_stored() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     up.set(
         "https://up.test/files/terraform-provider-widget_1.0.0_linux_amd64.zip",
         b"PK tampered".to_vec(),
@@ -278,10 +277,7 @@ async fn a_zip_that_does_not_match_the_signed_sums_is_never_stored() {
 
 #[tokio::test]
 async fn lists_are_refreshed_after_the_refresh_time_and_at_once_for_an_unknown_version() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     let cache = cache(&up, &store, Duration::from_millis(200));
     cache.versions(&widget(), Freshness::Reuse).await.unwrap();
     cache.versions(&widget(), Freshness::Reuse).await.unwrap();
@@ -313,10 +309,7 @@ async fn lists_are_refreshed_after_the_refresh_time_and_at_once_for_an_unknown_v
 
 #[tokio::test]
 async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs_one_call() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     let cache = cache(&up, &store, Duration::from_secs(3600));
     cache.versions(&widget(), Freshness::Reuse).await.unwrap();
     let burst: Vec<_> = (0..10)
@@ -355,10 +348,7 @@ async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs
 
 #[tokio::test]
 async fn with_no_list_and_the_upstream_down_the_failure_names_the_upstream() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     up.down.store(true, Ordering::SeqCst);
     let e = cache(&up, &store, Duration::from_secs(300))
         .versions(&widget(), Freshness::Reuse)
@@ -373,10 +363,7 @@ async fn with_no_list_and_the_upstream_down_the_failure_names_the_upstream() {
 
 #[tokio::test]
 async fn one_download_serves_every_concurrent_request() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     let cache = cache(&up, &store, Duration::from_secs(300));
     let askers = (0..20).map(|_| {
         let cache = cache.clone();
@@ -396,10 +383,7 @@ async fn one_download_serves_every_concurrent_request() {
 
 #[tokio::test]
 async fn a_provider_the_upstream_does_not_have_is_not_asked_again_until_the_refresh() {
-    let (up, store) = (
-        FakeUpstream::with_widget("release"),
-        Arc::new(MemoryArtifactStore::new()),
-    );
+    let (up, store) = fresh("release");
     let cache = cache(&up, &store, Duration::from_secs(300));
     let missing = UpstreamProvider {
         provider: ProviderAddress::parse("acme", "nothing").unwrap(),
