@@ -875,3 +875,44 @@ fn in_pass_through_mode_terraform_downloads_from_the_upstream_and_the_cache_fill
         cache.files_under("")
     );
 }
+
+#[test]
+fn upstream_providers_take_the_registrys_tokens_and_their_namespace_scopes() {
+    // Given a private registry caching registry.upstream.test/acme/*,
+    let upstream = Upstream::start();
+    let data = TempDir::new().unwrap();
+    let mut args = vec!["--upstream".to_owned(), format!("{UPSTREAM_HOST}/acme/*")];
+    args.extend(upstream.registry_args());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start_private(data.path(), &args);
+    let acme = server.create_token(&["--namespace", "acme"]);
+    let other = server.create_token(&["--namespace", "other"]);
+    let index = format!(
+        "{}/v1/mirror/{UPSTREAM_HOST}/acme/widget/index.json",
+        server.url
+    );
+    let get = |token: Option<&str>| {
+        let mut request = server.client().get(&index);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    };
+
+    // then without a token the mirror answers 401 and asks the upstream nothing,
+    upstream.proxy().clear_seen();
+    assert_eq!(get(None).0, 401);
+    // a token for another namespace sees no such provider (as for a published one),
+    let (status, body) = get(Some(&other));
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("has no provider"), "{body}");
+    assert!(
+        upstream.proxy().seen_containing("/versions").is_empty(),
+        "the upstream was asked on behalf of a request that may not read acme"
+    );
+    // and a token for acme gets the upstream's versions.
+    let (status, body) = get(Some(&acme));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("1.1.0"), "{body}");
+}

@@ -91,10 +91,10 @@ pub async fn version(
             .get(&package.platform)
             .filter(|p| p.hashes.sha256 == package.package.sha256);
         let mode = cache.settings().fetch;
-        if indexed.is_none()
-            && (mode == FetchMode::PassThrough
-                || cache.settings().eager_platforms.contains(&package.platform))
-        {
+        // The platforms teams use are fetched as soon as a release is asked for (so lock
+        // files get their h1:); passing through, they are the only ones fetched at all,
+        // since which one the asker installs is not known here.
+        if indexed.is_none() && cache.settings().eager_platforms.contains(&package.platform) {
             cache
                 .prefetch(up.clone(), version.clone(), package.platform.clone())
                 .await;
