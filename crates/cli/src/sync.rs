@@ -68,10 +68,8 @@ fn parse_provider(text: &str) -> anyhow::Result<UpstreamProvider> {
 }
 
 fn parse_platform(text: &str) -> anyhow::Result<Platform> {
-    let (os, arch) = text
-        .split_once('_')
-        .with_context(|| format!("--platform {text:?} is not OS_ARCH (linux_amd64)"))?;
-    Ok(Platform::parse(os, arch)?)
+    Platform::parse_joined(text)
+        .with_context(|| format!("--platform {text:?} is not OS_ARCH (linux_amd64)"))
 }
 
 pub async fn run(args: SyncArgs) -> anyhow::Result<()> {

@@ -210,6 +210,16 @@ impl Platform {
             arch: PlatformPart::parse(arch)?,
         })
     }
+
+    /// Parses `os_arch` (`linux_amd64`), as [`Platform`]'s `Display` writes it.
+    pub fn parse_joined(text: &str) -> Result<Self, NameError> {
+        let (os, arch) = text.split_once('_').ok_or_else(|| NameError {
+            kind: "platform",
+            value: text.to_owned(),
+            rule: "write OS_ARCH, like linux_amd64",
+        })?;
+        Self::parse(os, arch)
+    }
 }
 
 impl fmt::Display for Platform {
@@ -349,6 +359,15 @@ mod tests {
         );
         assert!(Platform::parse("Linux", "amd64").is_err());
         assert!(Platform::parse("linux", "amd_64").is_err());
+        assert_eq!(
+            Platform::parse_joined("darwin_arm64").unwrap(),
+            Platform::parse("darwin", "arm64").unwrap()
+        );
+        assert!(Platform::parse_joined("linux")
+            .unwrap_err()
+            .to_string()
+            .contains("OS_ARCH"));
+        assert!(Platform::parse_joined("linux_amd_64").is_err());
         assert_eq!(
             Hostname::parse("Registry.Terraform.io").unwrap().as_str(),
             "registry.terraform.io"

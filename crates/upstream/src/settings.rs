@@ -151,9 +151,8 @@ impl UpstreamArgs {
             .map(|p| p.trim())
             .filter(|p| !p.is_empty() && *p != "none")
             .map(|p| {
-                p.split_once('_')
-                    .and_then(|(os, arch)| Platform::parse(os, arch).ok())
-                    .ok_or_else(|| format!("--upstream-platforms: {p:?} is not OS_ARCH"))
+                Platform::parse_joined(p)
+                    .map_err(|_| format!("--upstream-platforms: {p:?} is not OS_ARCH"))
             })
             .collect::<Result<_, _>>()?;
         Ok(Some((

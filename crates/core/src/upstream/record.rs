@@ -69,14 +69,13 @@ impl UpstreamProvider {
         };
         let stem = file.strip_suffix(".json")?;
         let (version, platform) = stem.split_once('_')?;
-        let (os, arch) = platform.split_once('_')?;
         Some((
             UpstreamProvider {
                 host: Hostname::parse(host).ok()?,
                 provider: ProviderAddress::parse(namespace, type_).ok()?,
             },
             Version::parse(version).ok()?,
-            Platform::parse(os, arch).ok()?,
+            Platform::parse_joined(platform).ok()?,
         ))
     }
 
@@ -144,6 +143,15 @@ pub struct ReleaseRecord {
     pub platforms: BTreeMap<String, PlatformPackage>,
 }
 
+impl ReleaseRecord {
+    /// Each platform's package (records name platforms `os_arch`).
+    pub fn packages(&self) -> impl Iterator<Item = (Platform, &PlatformPackage)> {
+        self.platforms.iter().filter_map(|(platform, package)| {
+            Some((Platform::parse_joined(platform).ok()?, package))
+        })
+    }
+}
+
 /// One platform's package of a verified release.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformPackage {
@@ -169,6 +177,34 @@ pub struct Refusal {
     pub at: u64,
     /// Why, as shown to users.
     pub reason: String,
+}
+
+/// Largest record read back.
+const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads the record at `key`: `None` when there is none, or when it does not parse (a
+/// damaged record is fetched again, never trusted; the log says so).
+pub async fn read<T: serde::de::DeserializeOwned>(
+    files: &dyn crate::store::ArtifactStore,
+    key: &str,
+) -> Result<Option<T>, crate::StoreError> {
+    use tokio::io::AsyncReadExt;
+    let Some(body) = files.open(key).await? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    body.reader
+        .take(MAX_RECORD_BYTES)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| crate::StoreError::with_source(format!("cannot read {key}"), e))?;
+    match serde_json::from_slice(&bytes) {
+        Ok(record) => Ok(Some(record)),
+        Err(e) => {
+            tracing::warn!(key, error = %e, "an upstream cache record does not parse; it is fetched again");
+            Ok(None)
+        }
+    }
 }
 
 /// Encodes a record as pretty JSON (people read these files).

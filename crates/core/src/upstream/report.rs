@@ -6,13 +6,9 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncReadExt;
 
-use super::record::{ReleaseRecord, UpstreamProvider, VersionList};
+use super::record::{read, ReleaseRecord, UpstreamProvider, VersionList};
 use crate::store::ArtifactStore;
-
-/// Largest record read.
-const MAX_RECORD: u64 = 16 * 1024 * 1024;
 
 /// One upstream provider in the cache.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,17 +57,6 @@ pub struct RefusedRelease {
     pub reason: String,
 }
 
-async fn read<T: serde::de::DeserializeOwned>(files: &dyn ArtifactStore, key: &str) -> Option<T> {
-    let body = files.open(key).await.ok()??;
-    let mut bytes = Vec::new();
-    body.reader
-        .take(MAX_RECORD)
-        .read_to_end(&mut bytes)
-        .await
-        .ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
 /// What the cache holds of one provider, from its records: the list, then each cached
 /// release and whether each of its packages is stored. Costs reads in proportion to what
 /// it reports, nothing more.
@@ -80,7 +65,11 @@ pub async fn read_one(files: &dyn ArtifactStore, up: &UpstreamProvider) -> Upstr
         provider: up.to_string(),
         ..UpstreamReport::default()
     };
-    let Some(list) = read::<VersionList>(files, &up.list_key()).await else {
+    let Some(list) = read::<VersionList>(files, &up.list_key())
+        .await
+        .ok()
+        .flatten()
+    else {
         return report;
     };
     report.source = Some(list.source.clone());
@@ -91,17 +80,18 @@ pub async fn read_one(files: &dyn ArtifactStore, up: &UpstreamProvider) -> Upstr
         report.stale_since = Some(failure.at);
     }
     for version in &list.cached {
-        let Some(record) = read::<ReleaseRecord>(files, &up.release_key(version)).await else {
+        let Some(record) = read::<ReleaseRecord>(files, &up.release_key(version))
+            .await
+            .ok()
+            .flatten()
+        else {
             continue;
         };
         let mut stored = Vec::new();
-        for platform in record.platforms.keys() {
-            let key = format!(
-                "mirror/{}/{}/terraform-provider-{}_{version}_{platform}.zip",
-                up.host, up.provider, up.provider.type_
-            );
+        for (platform, _) in record.packages() {
+            let key = up.package_key(version, &platform);
             if matches!(files.head(&key).await, Ok(Some(_))) {
-                stored.push(platform.clone());
+                stored.push(platform.to_string());
             }
         }
         report.cached.push(CachedRelease {

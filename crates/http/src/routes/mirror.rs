@@ -146,8 +146,7 @@ pub async fn package(
     let version = version(&version_text)?;
     let platform = file
         .strip_suffix(".zip")
-        .and_then(|p| p.split_once('_'))
-        .and_then(|(os, arch)| Platform::parse(os, arch).ok())
+        .and_then(|p| Platform::parse_joined(p).ok())
         .ok_or_else(|| ApiError::NotFound("no such package".into()))?;
     let Some((upstream, up)) = upstream_of(&state, &hostname, &provider, &origin) else {
         return Err(ApiError::NotFound("no such package".into()));

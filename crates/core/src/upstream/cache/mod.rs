@@ -8,8 +8,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::de::DeserializeOwned;
-use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 mod packages;
@@ -19,7 +17,7 @@ use slots::Slots;
 
 use super::clients::{ClientShares, Share};
 use super::fetch::{self, unix_now};
-use super::record::{encode, PlatformPackage, Refusal};
+use super::record::{self, encode, PlatformPackage, Refusal};
 use super::{
     ReleaseRecord, UpstreamClient, UpstreamError, UpstreamProvider, UpstreamSettings, VersionList,
 };
@@ -29,8 +27,6 @@ use crate::version::Version;
 
 /// How soon a failed refresh is tried again (sooner than a good list is refreshed).
 const RETRY_FAILED: Duration = Duration::from_secs(30);
-/// Largest record read back from the store.
-const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 /// How soon a background fetch is asked for again.
 const ASK_AGAIN: Duration = Duration::from_secs(600);
 /// Most entries kept per kind; entries not in use are dropped past it.
@@ -194,26 +190,6 @@ impl UpstreamCache {
             })
     }
 
-    async fn read_json<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, UpstreamError> {
-        let Some(body) = self.files.open(key).await? else {
-            return Ok(None);
-        };
-        let mut bytes = Vec::new();
-        body.reader
-            .take(MAX_RECORD_BYTES)
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(|e| UpstreamError::Internal(format!("cannot read {key}: {e}")))?;
-        match serde_json::from_slice(&bytes) {
-            Ok(record) => Ok(Some(record)),
-            Err(e) => {
-                // A damaged record is fetched again, never trusted.
-                tracing::warn!(key, error = %e, "an upstream cache record does not parse; fetching again");
-                Ok(None)
-            }
-        }
-    }
-
     async fn write(&self, key: &str, bytes: Vec<u8>) {
         if let Err(e) = self.writer.put_bytes(key, bytes).await {
             tracing::warn!(key, error = %crate::store::ErrorChain(&e), "cannot store an upstream cache record");
@@ -233,7 +209,7 @@ impl UpstreamCache {
         let slot = self.lists.get(up);
         let mut s = slot.lock().await;
         if !s.loaded {
-            s.list = self.read_json(&up.list_key()).await?;
+            s.list = record::read(self.files.as_ref(), &up.list_key()).await?;
             s.failure = s
                 .list
                 .as_ref()
@@ -333,9 +309,8 @@ impl UpstreamCache {
         if let Some(record) = &s.record {
             return Ok(Arc::clone(record));
         }
-        if let Some(record) = self
-            .read_json::<ReleaseRecord>(&up.release_key(version))
-            .await?
+        if let Some(record) =
+            record::read::<ReleaseRecord>(self.files.as_ref(), &up.release_key(version)).await?
         {
             let record = Arc::new(record);
             s.record = Some(Arc::clone(&record));

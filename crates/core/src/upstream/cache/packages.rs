@@ -24,16 +24,11 @@ impl UpstreamCache {
     ) -> Result<Vec<MirrorPackage>, UpstreamError> {
         let record = self.release(up, version).await?;
         Ok(record
-            .platforms
-            .iter()
-            .filter_map(|(platform, package)| {
-                let (os, arch) = platform.split_once('_')?;
-                let platform = Platform::parse(os, arch).ok()?;
-                Some(MirrorPackage {
-                    key: up.package_key(version, &platform),
-                    platform,
-                    package: package.clone(),
-                })
+            .packages()
+            .map(|(platform, package)| MirrorPackage {
+                key: up.package_key(version, &platform),
+                platform,
+                package: package.clone(),
             })
             .collect())
     }
