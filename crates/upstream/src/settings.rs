@@ -18,6 +18,41 @@ pub const DEFAULT_PLATFORMS: [&str; 5] = [
 
 use crate::{parse_host, ClientSettings, HttpUpstream};
 
+/// A setting that cannot work: which flag, and why. [`SettingError::env`] names its
+/// environment variable, read from the flag's own definition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--{flag}: {problem}")]
+pub struct SettingError {
+    /// The flag, without its dashes (`upstream-refresh`).
+    pub flag: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl SettingError {
+    fn new(flag: &'static str, problem: impl Into<String>) -> SettingError {
+        SettingError {
+            flag,
+            problem: problem.into(),
+        }
+    }
+
+    /// The flag's environment variable (`TFREG_UPSTREAM_REFRESH`), as its definition names it.
+    pub fn env(&self) -> String {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            upstream: UpstreamArgs,
+        }
+        <Flags as clap::CommandFactory>::command()
+            .get_arguments()
+            .find(|a| a.get_long() == Some(self.flag))
+            .and_then(|a| a.get_env())
+            .map(|e| e.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.flag.to_owned())
+    }
+}
+
 /// How to reach upstream registries (shared by the cache and `tfreg sync`).
 #[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientArgs {
@@ -41,22 +76,27 @@ pub struct ClientArgs {
 
 impl ClientArgs {
     /// The HTTP client, or why the settings cannot work.
-    pub fn client(&self) -> Result<HttpUpstream, String> {
+    pub fn client(&self) -> Result<HttpUpstream, SettingError> {
         let hosts = self
             .hosts
             .iter()
             .filter(|h| !h.trim().is_empty())
-            .map(|h| parse_host(h).map_err(|e| format!("--upstream-host {e}")))
+            .map(|h| parse_host(h).map_err(|e| SettingError::new("upstream-host", e)))
             .collect::<Result<_, _>>()?;
         let extra_ca = match &self.ca {
-            Some(path) => Some(
-                std::fs::read(path)
-                    .map_err(|e| format!("--upstream-ca: cannot read {}: {e}", path.display()))?,
-            ),
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                SettingError::new(
+                    "upstream-ca",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?),
             None => None,
         };
         if self.timeout < Duration::from_secs(1) || self.timeout > Duration::from_secs(25) {
-            return Err("--upstream-timeout must be between 1s and 25s".into());
+            return Err(SettingError::new(
+                "upstream-timeout",
+                "must be between 1s and 25s",
+            ));
         }
         HttpUpstream::new(ClientSettings {
             hosts,
@@ -64,6 +104,7 @@ impl ClientArgs {
             timeout: self.timeout,
             ..ClientSettings::default()
         })
+        .map_err(|e| SettingError::new("upstream-ca", e))
     }
 }
 
@@ -133,16 +174,22 @@ impl Default for UpstreamArgs {
 impl UpstreamArgs {
     /// The cache's settings and client, `None` when no upstream is allowed; or why the
     /// settings cannot work.
-    pub fn configured(&self) -> Result<Option<(UpstreamSettings, HttpUpstream)>, String> {
-        let rules = Rules::parse(&self.patterns).map_err(|e| format!("--upstream: {e}"))?;
+    pub fn configured(&self) -> Result<Option<(UpstreamSettings, HttpUpstream)>, SettingError> {
+        let rules = Rules::parse(&self.patterns).map_err(|e| SettingError::new("upstream", e))?;
         if rules.is_empty() {
             return Ok(None);
         }
         if self.refresh < Duration::from_secs(1) || self.refresh > Duration::from_secs(3600) {
-            return Err("--upstream-refresh must be between 1s and 1h".into());
+            return Err(SettingError::new(
+                "upstream-refresh",
+                "must be between 1s and 1h",
+            ));
         }
         if self.max_fetches == 0 || self.max_fetches > 64 {
-            return Err("--upstream-max-fetches must be between 1 and 64".into());
+            return Err(SettingError::new(
+                "upstream-max-fetches",
+                "must be between 1 and 64",
+            ));
         }
         let client = self.client.client()?;
         let eager_platforms = self
@@ -151,8 +198,9 @@ impl UpstreamArgs {
             .map(|p| p.trim())
             .filter(|p| !p.is_empty() && *p != "none")
             .map(|p| {
-                Platform::parse_joined(p)
-                    .map_err(|_| format!("--upstream-platforms: {p:?} is not OS_ARCH"))
+                Platform::parse_joined(p).map_err(|_| {
+                    SettingError::new("upstream-platforms", format!("{p:?} is not OS_ARCH"))
+                })
             })
             .collect::<Result<_, _>>()?;
         Ok(Some((
@@ -166,5 +214,48 @@ impl UpstreamArgs {
             },
             client,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_setting_names_its_flag_and_variable() {
+        let args = UpstreamArgs {
+            patterns: vec!["registry.terraform.io/hashicorp/*".into()],
+            refresh: Duration::from_secs(7200),
+            ..UpstreamArgs::default()
+        };
+        let e = args.configured().err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "--upstream-refresh: must be between 1s and 1h"
+        );
+        assert_eq!(e.env(), "TFREG_UPSTREAM_REFRESH");
+        let e = UpstreamArgs {
+            patterns: vec!["nope".into()],
+            ..UpstreamArgs::default()
+        }
+        .configured()
+        .err()
+        .unwrap();
+        assert_eq!(e.env(), "TFREG_UPSTREAM");
+        let ca = std::env::temp_dir().join(format!("tfreg-not-pem-{}", std::process::id()));
+        std::fs::write(
+            &ca,
+            "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = ClientArgs {
+            ca: Some(ca.clone()),
+            ..UpstreamArgs::default().client
+        }
+        .client()
+        .err()
+        .unwrap();
+        std::fs::remove_file(&ca).unwrap();
+        assert_eq!(e.env(), "TFREG_UPSTREAM_CA", "{e}");
     }
 }

@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use tfreg_aws::settings::BucketSetting;
-use tfreg_core::upstream::{Background, FetchMode, UpstreamSettings};
+use tfreg_core::upstream::{Background, FetchMode, Rules, UpstreamSettings};
 use tfreg_upstream::settings::UpstreamArgs;
 use tfreg_upstream::HttpUpstream;
 
@@ -33,24 +33,16 @@ impl LambdaUpstream {
 
     /// Whether any upstream provider is allowed (an empty allow-list turns the cache off).
     pub fn enabled(&self) -> bool {
-        self.args.patterns.iter().any(|p| !p.trim().is_empty())
+        Rules::parse(&self.args.patterns).is_ok_and(|rules| !rules.is_empty())
     }
 
     /// The cache's settings (pass-through, fetches requested through the bucket) and its
     /// client; `None` when no upstream provider is allowed.
     pub fn configured(&self) -> Result<Option<(UpstreamSettings, HttpUpstream)>, ConfigError> {
-        let patterns = self
+        let configured = self
             .args
-            .patterns
-            .iter()
-            .filter(|p| !p.trim().is_empty())
-            .cloned()
-            .collect();
-        let args = UpstreamArgs {
-            patterns,
-            ..self.args.clone()
-        };
-        let configured = args.configured().map_err(|e| upstream_error(&e))?;
+            .configured()
+            .map_err(|e| ConfigError::new(&e.env(), e.problem))?;
         Ok(configured.map(|(settings, client)| {
             let settings = UpstreamSettings {
                 fetch: FetchMode::PassThrough,
@@ -60,36 +52,6 @@ impl LambdaUpstream {
             (settings, client)
         }))
     }
-}
-
-/// An upstream setting's message (`--upstream-refresh must be ...`) under its variable.
-fn upstream_error(message: &str) -> ConfigError {
-    let flag = message
-        .split([' ', ':'])
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("--");
-    let variable = <UpstreamFlags as clap::CommandFactory>::command()
-        .get_arguments()
-        .find(|a| a.get_long() == Some(flag))
-        .and_then(|a| a.get_env())
-        .map_or_else(
-            || "TFREG_UPSTREAM".to_owned(),
-            |e| e.to_string_lossy().into_owned(),
-        );
-    let problem = message
-        .strip_prefix(&format!("--{flag}"))
-        .unwrap_or(message)
-        .trim_start_matches(':')
-        .trim();
-    ConfigError::new(&variable, problem)
-}
-
-/// The upstream flags alone (to name the variable of a setting at fault).
-#[derive(Parser, Debug)]
-struct UpstreamFlags {
-    #[command(flatten)]
-    upstream: UpstreamArgs,
 }
 
 /// The mirror function: the registry-reading functions' settings, and the upstream cache.
