@@ -122,11 +122,8 @@ fn client(ca: Option<&PathBuf>) -> anyhow::Result<reqwest::Client> {
     let env_ca = std::env::var_os("SSL_CERT_FILE").map(PathBuf::from);
     for path in ca.into_iter().chain(env_ca.as_ref()) {
         let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        for cert in reqwest::Certificate::from_pem_bundle(&pem)
-            .with_context(|| format!("{} is not PEM", path.display()))?
-        {
-            builder = builder.add_root_certificate(cert);
-        }
+        builder = tfreg_upstream::trusting(builder, &pem)
+            .with_context(|| format!("{} is not PEM", path.display()))?;
     }
     Ok(builder.build()?)
 }

@@ -60,6 +60,17 @@ pub fn parse_host(value: &str) -> Result<(String, String), String> {
     Ok((host.as_str().to_owned(), url.to_owned()))
 }
 
+/// `builder` trusting the certificates of the PEM bundle `pem` too, beside its roots.
+pub fn trusting(
+    mut builder: reqwest::ClientBuilder,
+    pem: &[u8],
+) -> Result<reqwest::ClientBuilder, reqwest::Error> {
+    for cert in reqwest::Certificate::from_pem_bundle(pem)? {
+        builder = builder.add_root_certificate(cert);
+    }
+    Ok(builder)
+}
+
 /// The HTTP client to upstream registries.
 pub struct HttpUpstream {
     settings: ClientSettings,
@@ -87,11 +98,8 @@ impl HttpUpstream {
                 .connect_timeout(Duration::from_secs(5))
                 .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")));
             if let Some(pem) = &settings.extra_ca {
-                for cert in reqwest::Certificate::from_pem_bundle(pem)
-                    .map_err(|e| format!("the upstream certificate file is not PEM: {e}"))?
-                {
-                    b = b.add_root_certificate(cert);
-                }
+                b = trusting(b, pem)
+                    .map_err(|e| format!("the upstream certificate file is not PEM: {e}"))?;
             }
             Ok::<_, String>(b)
         };

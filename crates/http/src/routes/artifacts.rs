@@ -48,8 +48,7 @@ pub async fn download(
             "this registry does not serve downloads itself".into(),
         ));
     };
-    let expires = query.expires.as_deref().and_then(|e| e.parse::<u64>().ok());
-    let (Some(expires), Some(signature)) = (expires, query.signature.as_deref()) else {
+    let (Some(expires), Some(signature)) = (query.expires_at(), query.signature()) else {
         return Err(ApiError::Forbidden(REFUSED.into()));
     };
     let revision = query.revision.as_deref();
