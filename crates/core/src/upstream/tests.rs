@@ -140,6 +140,14 @@ fn fresh(key: &str) -> (Arc<FakeUpstream>, Arc<MemoryArtifactStore>) {
     )
 }
 
+/// The failure a request gets when the upstream does not answer: it names the upstream.
+fn assert_unreachable_naming_the_upstream(e: &UpstreamError) {
+    assert!(
+        matches!(e, UpstreamError::Unreachable(_)) && e.to_string().contains("up.test"),
+        "{e}"
+    );
+}
+
 fn widget() -> UpstreamProvider {
     UpstreamProvider {
         host: Hostname::parse("up.test").unwrap(),
@@ -213,10 +221,7 @@ async fn a_verified_release_is_kept_and_served_again_without_the_upstream() {
         .await
         .err()
         .unwrap();
-    assert!(
-        matches!(e, UpstreamError::Unreachable(_)) && e.to_string().contains("up.test"),
-        "{e}"
-    );
+    assert_unreachable_naming_the_upstream(&e);
 }
 
 #[tokio::test]
@@ -355,10 +360,7 @@ async fn with_no_list_and_the_upstream_down_the_failure_names_the_upstream() {
         .await
         .err()
         .unwrap();
-    assert!(
-        matches!(e, UpstreamError::Unreachable(_)) && e.to_string().contains("up.test"),
-        "{e}"
-    );
+    assert_unreachable_naming_the_upstream(&e);
 }
 
 #[tokio::test]
