@@ -49,15 +49,19 @@ impl S3ArtifactStore {
 
 #[async_trait]
 impl Presigner for S3ArtifactStore {
-    /// Presigned for `url_ttl`, for the one method asked (a URL presigned for GET answers
-    /// HEAD with 403).
+    /// Presigned from `start` for `url_ttl`, for the one method asked (a URL presigned for
+    /// GET answers HEAD with 403).
     async fn presign(
         &self,
         key: &str,
         revision: Option<&str>,
         head: bool,
+        start: std::time::SystemTime,
     ) -> Result<String, StoreError> {
-        let config = PresigningConfig::expires_in(self.url_ttl)
+        let config = PresigningConfig::builder()
+            .start_time(start)
+            .expires_in(self.url_ttl)
+            .build()
             .map_err(|e| self.failed("presigning", key, e))?;
         let version = revision
             .and_then(|r| r.strip_prefix(VERSION_PREFIX))
@@ -84,6 +88,10 @@ impl Presigner for S3ArtifactStore {
         };
         let request = presigned?;
         Ok(request.uri().to_owned())
+    }
+
+    fn lifetime(&self) -> Duration {
+        self.url_ttl
     }
 }
 

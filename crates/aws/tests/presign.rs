@@ -113,7 +113,13 @@ async fn presigned_urls_carry_a_valid_sigv4_signature_over_host_only() {
             Some("e:\"abc\""),
         ),
     ] {
-        let url = downloads.url(key, revision, &origin).await.unwrap();
+        let window = downloads.window(std::time::SystemTime::now());
+        let url = downloads.url(key, revision, &origin, window).await.unwrap();
+        assert_eq!(
+            downloads.url(key, revision, &origin, window).await.unwrap(),
+            url,
+            "one window, one URL: an answer holding it can be kept until the window closes"
+        );
         assert!(
             url.starts_with("https://acme-registry.s3.eu-west-1.amazonaws.com/"),
             "an absolute https URL on the bucket's host: {url}"
@@ -125,6 +131,21 @@ async fn presigned_urls_carry_a_valid_sigv4_signature_over_host_only() {
         assert_eq!(params["X-Amz-Signature"], signature, "{url}");
         assert_eq!(params["X-Amz-SignedHeaders"], "host");
         assert_eq!(params["X-Amz-Expires"], "240");
+        // Its lifetime starts when the window opens, at most a tenth of it ago.
+        let signed_at = humantime::parse_rfc3339(&{
+            let d = &params["X-Amz-Date"];
+            format!(
+                "{}-{}-{}T{}:{}:{}Z",
+                &d[0..4],
+                &d[4..6],
+                &d[6..8],
+                &d[9..11],
+                &d[11..13],
+                &d[13..15]
+            )
+        })
+        .unwrap();
+        assert_eq!(signed_at, window.start_time(), "{url}");
         assert_eq!(
             params.get("versionId").map(String::as_str),
             revision.and_then(|r| r.strip_prefix("v:"))
@@ -144,7 +165,10 @@ async fn redirect_mode_presigns_for_the_method_asked() {
     let key = "providers/acme/widget/1.0.0/terraform-provider-widget_1.0.0_linux_amd64.zip";
     let revision = Some("v:abc");
     for (head, method) in [(true, "HEAD"), (false, "GET")] {
-        let url = store.presign(key, revision, head).await.unwrap();
+        let url = store
+            .presign(key, revision, head, std::time::SystemTime::now())
+            .await
+            .unwrap();
         let (signature, params) = expected_signature_for(method, &url);
         assert_eq!(params["X-Amz-Signature"], signature, "{method} {url}");
         let (other, _) = expected_signature_for(if head { "GET" } else { "HEAD" }, &url);
@@ -161,7 +185,8 @@ async fn redirect_mode_presigns_for_the_method_asked() {
     ));
     let downloads = tfreg_core::Downloads::presigned(std::sync::Arc::new(store), Some(signer));
     let origin = Origin::https("registry.example.com").unwrap();
-    let url = downloads.url(key, revision, &origin).await.unwrap();
+    let window = downloads.window(std::time::SystemTime::now());
+    let url = downloads.url(key, revision, &origin, window).await.unwrap();
     assert!(
         url.starts_with("https://registry.example.com/v1/artifacts/providers/"),
         "{url}"
@@ -175,7 +200,12 @@ fn the_check_itself_rejects_a_tampered_url() {
     let url = runtime.block_on(async {
         let store = store(Duration::from_secs(60)).await;
         store
-            .presign("modules/a/b/c/1.0.0.zip", None, false)
+            .presign(
+                "modules/a/b/c/1.0.0.zip",
+                None,
+                false,
+                std::time::SystemTime::now(),
+            )
             .await
             .unwrap()
     });

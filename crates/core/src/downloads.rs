@@ -3,7 +3,7 @@
 //! No store makes URLs, and the router never reaches into the registry for a store.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
@@ -15,15 +15,50 @@ use crate::store::{ArtifactStore, StoreError};
 #[async_trait]
 pub trait Presigner: Send + Sync {
     /// An absolute `https://` URL from which a client without credentials can fetch
-    /// (`head` false) or probe (`head` true) `key` for a short time, and whose path ends
-    /// with the key's own suffix; pinned to `revision` when the store keeps versions, so
-    /// what was checked at publish is what is downloaded.
+    /// (`head` false) or probe (`head` true) `key` from `start` for [`Presigner::lifetime`],
+    /// and whose path ends with the key's own suffix; pinned to `revision` when the store
+    /// keeps versions, so what was checked at publish is what is downloaded. `start` is
+    /// now or a moment before it (a [`UrlWindow`]'s start), never later.
     async fn presign(
         &self,
         key: &str,
         revision: Option<&str>,
         head: bool,
+        start: SystemTime,
     ) -> Result<String, StoreError>;
+
+    /// How long a presigned URL is valid from its start.
+    fn lifetime(&self) -> Duration;
+}
+
+/// The stretch of time in which every URL made for one file is the same, so an answer that
+/// holds download URLs can be made once and sent until the window closes: URLs made in it
+/// start at its start (expire at `start + lifetime`), and a window is a tenth of the
+/// lifetime (1 s to 1 min), so a URL handed out is valid for at least nine tenths of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UrlWindow {
+    /// Unix second at which the window opens: the start of its URLs' lifetimes.
+    pub start: u64,
+    /// Unix second at which it closes: an answer made in it is not sent from then on.
+    pub end: u64,
+}
+
+impl UrlWindow {
+    /// The window `now` falls in, for URLs living `lifetime`.
+    pub fn at(now: SystemTime, lifetime: Duration) -> Self {
+        let width = (lifetime.as_secs() / 10).clamp(1, 60);
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let start = now - now % width;
+        Self {
+            start,
+            end: start + width,
+        }
+    }
+
+    /// The window's start as a time.
+    pub fn start_time(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.start)
+    }
 }
 
 /// How artifacts reach the client.
@@ -73,19 +108,34 @@ impl Downloads {
         }
     }
 
+    /// How long the URLs handed out are valid.
+    pub fn lifetime(&self) -> Duration {
+        match self {
+            Downloads::Served { signer, .. } | Downloads::Redirected { signer, .. } => signer.ttl(),
+            Downloads::Presigned(presigner) => presigner.lifetime(),
+        }
+    }
+
+    /// The window `now` falls in: the URLs made for it are the same all through it.
+    pub fn window(&self, now: SystemTime) -> UrlWindow {
+        UrlWindow::at(now, self.lifetime())
+    }
+
     /// The URL a client downloads `key` (at `revision`) from, reaching this registry at
-    /// `origin`.
+    /// `origin`: the same for every request in `window` (see [`UrlWindow`]).
     pub async fn url(
         &self,
         key: &str,
         revision: Option<&str>,
         origin: &Origin,
+        window: UrlWindow,
     ) -> Result<String, StoreError> {
+        let start = window.start_time();
         match self {
             Downloads::Served { signer, .. } | Downloads::Redirected { signer, .. } => {
-                Ok(signer.url_for_revision(origin, key, revision, SystemTime::now()))
+                Ok(signer.url_for_revision(origin, key, revision, start))
             }
-            Downloads::Presigned(presigner) => presigner.presign(key, revision, false).await,
+            Downloads::Presigned(presigner) => presigner.presign(key, revision, false, start).await,
         }
     }
 

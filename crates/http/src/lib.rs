@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod answer;
 pub mod error;
 pub mod extract;
 pub mod logging;

@@ -183,6 +183,49 @@ async fn versions_lists_every_published_version_in_order_whatever_the_case() {
 }
 
 #[tokio::test]
+async fn long_answers_are_sent_gzipped_to_clients_that_take_gzip() {
+    let keys: Vec<String> = (0..80)
+        .map(|minor| format!("modules/acme/network/aws/1.{minor}.0.tar.gz"))
+        .collect();
+    let files: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), &b"x"[..])).collect();
+    let g = given(&files).await;
+    let uri = "/v1/modules/acme/network/aws/versions";
+    let plain = get(&g.app, uri).await;
+    assert_eq!(plain.status, StatusCode::OK);
+    assert!(plain.headers.get(header::CONTENT_ENCODING).is_none());
+    assert_eq!(plain.headers[header::VARY], "accept-encoding");
+    for accept in ["gzip", "br, gzip;q=0.8"] {
+        let request = Request::builder()
+            .uri(uri)
+            .header(header::HOST, HOST)
+            .header(header::ACCEPT_ENCODING, accept)
+            .body(Body::empty())
+            .unwrap();
+        let zipped = send_request(&g.app, request).await;
+        assert_eq!(zipped.status, StatusCode::OK);
+        assert_eq!(zipped.headers[header::CONTENT_ENCODING], "gzip", "{accept}");
+        assert_eq!(zipped.headers[header::CONTENT_TYPE], "application/json");
+        assert!(zipped.body.len() * 4 < plain.body.len());
+        let mut unzipped = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(&zipped.body[..]),
+            &mut unzipped,
+        )
+        .unwrap();
+        assert_eq!(unzipped, plain.body, "the same answer, compressed");
+    }
+    // A short answer, or a client that refuses gzip, gets the JSON as it is.
+    let request = Request::builder()
+        .uri(uri)
+        .header(header::HOST, HOST)
+        .header(header::ACCEPT_ENCODING, "gzip;q=0")
+        .body(Body::empty())
+        .unwrap();
+    let refused = send_request(&g.app, request).await;
+    assert_eq!(refused.body, plain.body);
+}
+
+#[tokio::test]
 async fn unknown_modules_and_versions_are_404_json() {
     let g = given(NETWORK).await;
     let reply = get(&g.app, "/v1/modules/acme/nothing/aws/versions").await;

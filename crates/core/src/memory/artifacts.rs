@@ -137,12 +137,18 @@ impl crate::downloads::Presigner for MemoryArtifactStore {
         key: &str,
         revision: Option<&str>,
         head: bool,
+        start: std::time::SystemTime,
     ) -> Result<String, StoreError> {
         let method = if head { "HEAD" } else { "GET" };
         let revision = revision.unwrap_or_default();
+        let start = crate::tokens::unix(start);
         Ok(format!(
-            "https://memory.invalid/{key}?method={method}&revision={revision}"
+            "https://memory.invalid/{key}?method={method}&revision={revision}&start={start}"
         ))
+    }
+
+    fn lifetime(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(300)
     }
 }
 

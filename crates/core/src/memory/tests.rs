@@ -234,3 +234,61 @@ async fn the_memory_stores_keep_the_storage_contract() {
     let artifacts = MemoryArtifactStore::new();
     crate::store::contract::artifact_store(&artifacts, &artifacts).await;
 }
+
+#[tokio::test]
+async fn kept_answers_follow_every_change_of_what_they_are_made_of() {
+    let w = world();
+    let key = "modules/a/b/c/1.0.0.tgz";
+    w.artifacts.put(key, module(key));
+    w.indexer.reindex_all(|_, _| {}).await.unwrap();
+    let abc = addr("a/b/c");
+    let answer = || w.registry.module_versions_answer(&Access::All, &abc);
+    let first = answer().await.unwrap();
+    assert!(
+        Arc::ptr_eq(&first, &answer().await.unwrap()),
+        "kept, not made again"
+    );
+    // The bytes are the typed answer's.
+    let typed = w
+        .registry
+        .module_versions(&Access::All, &addr("a/b/c"))
+        .await
+        .unwrap();
+    let sent: serde_json::Value = first.value().unwrap();
+    assert_eq!(sent, serde_json::to_value(&typed).unwrap());
+    // A new version is in the next answer.
+    let key = "modules/a/b/c/1.1.0.tgz";
+    w.artifacts.put(key, module(key));
+    w.indexer.index_key(key).await.unwrap();
+    w.indexer.flush_documents().await.unwrap();
+    let second: serde_json::Value = answer().await.unwrap().value().unwrap();
+    assert_eq!(second["modules"][0]["versions"][1]["version"], "1.1.0");
+    // Out of scope is absent, kept answer or not.
+    let scoped = Access::Namespaces([crate::names::Namespace::parse("other").unwrap()].into());
+    assert!(w
+        .registry
+        .module_versions_answer(&scoped, &addr("a/b/c"))
+        .await
+        .is_err());
+    // A download URL is the same all through its window, and gone with its file.
+    let origin = Origin::https("registry.example.com").unwrap();
+    let v = Version::parse("1.1.0").unwrap();
+    let url = || {
+        w.registry
+            .module_download_url(&Access::All, &abc, &v, &origin)
+    };
+    let made = url().await.unwrap();
+    let window = w.registry.downloads().window(std::time::SystemTime::now());
+    if made.contains(&format!("expires={}&", window.start + 60)) {
+        assert_eq!(url().await.unwrap(), made);
+    }
+    assert!(w
+        .registry
+        .module_download_url(&scoped, &addr("a/b/c"), &v, &origin)
+        .await
+        .is_err());
+    w.artifacts.delete(key);
+    w.indexer.index_key(key).await.unwrap();
+    w.indexer.flush_documents().await.unwrap();
+    assert!(url().await.is_err());
+}

@@ -2,6 +2,8 @@
 //! The HTTP layer only translates requests and responses. The read API beyond the protocols
 //! (details, `latest`, listings, search) is in [`modules`] and [`providers`].
 
+mod answered;
+pub mod answers;
 mod judged;
 pub mod modules;
 pub mod page;
@@ -19,12 +21,12 @@ use crate::documents::{
     self, MirrorVersionsDoc, ModuleVersionsDoc, ProviderVersionsDoc, ReleaseDoc,
 };
 use crate::downloads::Downloads;
+use answered::{mirror_index_of, module_versions_of, provider_versions_of};
+
 use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
 use crate::origin::Origin;
 use crate::protocol::{
-    Empty, GpgPublicKey, MirrorArchive, MirrorIndex, MirrorVersion, ModuleVersion,
-    ModuleVersionList, ModuleVersions, ProviderDownload, ProviderPlatform, ProviderVersion,
-    ProviderVersions, SigningKeys,
+    MirrorIndex, MirrorVersion, ModuleVersions, ProviderDownload, ProviderVersions,
 };
 use crate::providers::{evaluate, CurrentKeys, ReleaseReport, ServedRelease};
 use crate::store::{
@@ -67,6 +69,8 @@ pub struct Registry {
     module_docs: Arc<judged::Kept<RecordId, ModuleVersionsDoc>>,
     /// Providers' versions documents, likewise.
     provider_docs: Arc<judged::Kept<RecordId, ProviderVersionsDoc>>,
+    /// The hot answers as the bytes sent, per document revision.
+    answers: Arc<answers::Answers<answered::AnswerKey>>,
 }
 
 impl Registry {
@@ -79,6 +83,7 @@ impl Registry {
             hostname: None,
             module_docs: Arc::default(),
             provider_docs: Arc::default(),
+            answers: Arc::default(),
         }
     }
 
@@ -167,22 +172,7 @@ impl Registry {
             return Err(module_not_found(address));
         }
         let doc = self.module_doc(address).await?;
-        if doc.versions.is_empty() {
-            return Err(module_not_found(address));
-        }
-        Ok(ModuleVersions {
-            modules: [ModuleVersionList {
-                source: doc.source(),
-                versions: doc
-                    .versions
-                    .iter()
-                    .map(|(version, entry)| ModuleVersion {
-                        version: version.clone(),
-                        source: entry.source.clone(),
-                    })
-                    .collect(),
-            }],
-        })
+        module_versions_of(&doc).ok_or_else(|| module_not_found(address))
     }
 
     /// The archive served for one module version, read alone (a key condition on the
@@ -204,19 +194,6 @@ impl Registry {
         modules::served_archives(archives)
             .remove(version)
             .ok_or_else(absent)
-    }
-
-    /// The URL Terraform downloads a module version from (`X-Terraform-Get`).
-    pub async fn module_download_url(
-        &self,
-        access: &Access,
-        address: &ModuleAddress,
-        version: &Version,
-        origin: &Origin,
-    ) -> Result<String, RegistryError> {
-        let archive = self.module_archive(access, address, version).await?;
-        let revision = Some(archive.revision.as_str()).filter(|r| !r.is_empty());
-        Ok(self.downloads.url(&archive.key, revision, origin).await?)
     }
 
     /// Judges every version of a provider from its records and its namespace's keys: two
@@ -291,25 +268,7 @@ impl Registry {
             return Err(provider_not_found(provider));
         }
         let doc = self.provider_doc(provider).await?;
-        let versions: Vec<ProviderVersion> = doc
-            .served(SystemTime::now())
-            .map(|(version, entry)| ProviderVersion {
-                version: version.clone(),
-                protocols: entry.protocols.clone(),
-                platforms: entry
-                    .platforms
-                    .iter()
-                    .map(|p| ProviderPlatform {
-                        os: p.os.to_string(),
-                        arch: p.arch.to_string(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        if versions.is_empty() {
-            return Err(provider_not_found(provider));
-        }
-        Ok(ProviderVersions { versions })
+        provider_versions_of(&doc, SystemTime::now()).ok_or_else(|| provider_not_found(provider))
     }
 
     /// The provider registry protocol's download answer for one platform: the version's
@@ -328,41 +287,9 @@ impl Registry {
             .ok_or_else(|| {
                 RegistryError::NotFound(format!("provider {provider} has no version {version}"))
             })?;
-        let package = release.packages.get(platform).ok_or_else(|| {
-            RegistryError::NotFound(format!(
-                "provider {provider} {version} has no package for {platform}"
-            ))
-        })?;
-        let downloads = &self.downloads;
-        Ok(ProviderDownload {
-            protocols: release.protocols.clone(),
-            os: platform.os.to_string(),
-            arch: platform.arch.to_string(),
-            filename: package.filename().to_owned(),
-            download_url: downloads
-                .url(&package.key, Some(&package.revision), origin)
-                .await?,
-            shasums_url: downloads
-                .url(&release.sums.key, Some(&release.sums.revision), origin)
-                .await?,
-            shasums_signature_url: downloads
-                .url(
-                    &release.signature_key,
-                    Some(&release.signature_revision),
-                    origin,
-                )
-                .await?,
-            shasum: package.hashes.sha256.clone(),
-            signing_keys: SigningKeys {
-                gpg_public_keys: vec![GpgPublicKey {
-                    key_id: release.signer.key_id.clone(),
-                    ascii_armor: release.signer.ascii_armor.clone(),
-                    trust_signature: String::new(),
-                    source: String::new(),
-                    source_url: None,
-                }],
-            },
-        })
+        let window = self.downloads.window(SystemTime::now());
+        self.download_of(&release, provider, version, platform, origin, window)
+            .await
     }
 
     /// True when `hostname` is the registry's own: its configured hostname, or the host the
@@ -396,15 +323,7 @@ impl Registry {
         } else {
             self.mirror_uploaded_versions(hostname, provider).await?
         };
-        if versions.is_empty() {
-            return Err(mirror_not_found(hostname, provider));
-        }
-        Ok(MirrorIndex {
-            versions: versions
-                .into_iter()
-                .map(|v| (v.to_string(), Empty {}))
-                .collect(),
-        })
+        mirror_index_of(versions).ok_or_else(|| mirror_not_found(hostname, provider))
     }
 
     /// The versions uploaded (or cached from an upstream) under `mirror/<hostname>/`.
@@ -493,29 +412,21 @@ impl Registry {
             .mirror_packages(access, hostname, provider, version, origin)
             .await?;
         if platforms.is_empty() {
-            return Err(RegistryError::NotFound(format!(
-                "the mirror has no version {version} of {hostname}/{provider}"
-            )));
+            return Err(mirror_version_not_found(hostname, provider, version));
         }
-        let mut archives = BTreeMap::new();
-        for (platform, package) in platforms {
-            let url = self
-                .downloads
-                .url(&package.key, Some(&package.revision), origin)
-                .await?;
-            // Every package offered here was unpacked when it was indexed (a served
-            // release's packages, or an upload), so its `h1:` is known.
-            let hashes = package
-                .hashes
-                .h1
-                .iter()
-                .cloned()
-                .chain([package.hashes.zh()])
-                .collect();
-            archives.insert(platform.to_string(), MirrorArchive { url, hashes });
-        }
-        Ok(MirrorVersion { archives })
+        let window = self.downloads.window(SystemTime::now());
+        Ok(self.mirror_version_of(platforms, origin, window).await?)
     }
+}
+
+fn mirror_version_not_found(
+    hostname: &Hostname,
+    provider: &ProviderAddress,
+    version: &Version,
+) -> RegistryError {
+    RegistryError::NotFound(format!(
+        "the mirror has no version {version} of {hostname}/{provider}"
+    ))
 }
 
 fn module_not_found(address: &ModuleAddress) -> RegistryError {

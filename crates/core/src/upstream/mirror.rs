@@ -102,10 +102,13 @@ pub async fn version(
         let archive = match (indexed, signer, mode) {
             // Cached and indexed: served like any mirror package.
             (Some(p), _, _) => MirrorArchive {
-                url: registry
-                    .downloads()
-                    .url(&p.key, Some(&p.revision), origin)
-                    .await?,
+                url: {
+                    let downloads = registry.downloads();
+                    let window = downloads.window(std::time::SystemTime::now());
+                    downloads
+                        .url(&p.key, Some(&p.revision), origin, window)
+                        .await?
+                },
                 hashes: p.hashes.h1.iter().cloned().chain([zh]).collect(),
             },
             (None, Some(signer), FetchMode::Wait) => MirrorArchive {

@@ -71,7 +71,11 @@ pub async fn download(
         // for this very method, so HEAD works as well as GET.
         Delivery::Redirect(presigner) => {
             let head = method == axum::http::Method::HEAD;
-            return redirect(presigner.presign(&key, revision, head).await?);
+            return redirect(
+                presigner
+                    .presign(&key, revision, head, std::time::SystemTime::now())
+                    .await?,
+            );
         }
     };
     // The URL names the revision that was checked at publish, and that revision is served:

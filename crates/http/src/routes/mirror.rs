@@ -17,6 +17,7 @@ use tfreg_core::upstream::{mirror as upstream_mirror, UpstreamProvider};
 use tfreg_core::{Hostname, Platform, ProviderAddress};
 use tokio_util::io::ReaderStream;
 
+use crate::answer::{self, AcceptsGzip};
 use crate::error::ApiError;
 use crate::extract::{ClientIp, JsonPath, RequestOrigin, SignedQuery};
 use crate::routes::{provider, version};
@@ -71,6 +72,7 @@ pub async fn mirror(
     Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
     ClientIp(client): ClientIp,
+    accepts: AcceptsGzip,
     JsonPath((hostname, namespace, type_, file)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
     let hostname = Hostname::parse(&hostname).map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -85,16 +87,17 @@ pub async fn mirror(
         let index = match &upstream {
             Some((u, up)) => {
                 let index = upstream_mirror::index(&u.cache, &state.registry, &access, up);
-                for_client(client, index).await?
+                Json(for_client(client, index).await?).into_response()
             }
             None => {
-                state
+                let index = state
                     .registry
-                    .mirror_index(&access, &hostname, &provider, &origin)
-                    .await?
+                    .mirror_index_answer(&access, &hostname, &provider, &origin)
+                    .await?;
+                answer::send(&index, accepts)
             }
         };
-        return Ok(Json(index).into_response());
+        return Ok(index);
     }
     let version = version(stem)?;
     let packages = match &upstream {
@@ -109,16 +112,17 @@ pub async fn mirror(
                 &origin,
                 signer,
             );
-            for_client(client, answer).await?
+            Json(for_client(client, answer).await?).into_response()
         }
         None => {
-            state
+            let packages = state
                 .registry
-                .mirror_version(&access, &hostname, &provider, &version, &origin)
-                .await?
+                .mirror_version_answer(&access, &hostname, &provider, &version, &origin)
+                .await?;
+            answer::send(&packages, accepts)
         }
     };
-    Ok(Json(packages).into_response())
+    Ok(packages)
 }
 
 const REFUSED: &str = "this package URL is invalid or has expired: ask the mirror again";

@@ -13,6 +13,7 @@ use tfreg_core::registry::{ModuleFilter, Page};
 use tfreg_core::tokens::Access;
 use tfreg_core::{ModuleAddress, Namespace, Version};
 
+use crate::answer::{self, AcceptsGzip};
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
 use crate::ApiState;
@@ -249,11 +250,15 @@ pub async fn details(
 pub async fn versions(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    accepts: AcceptsGzip,
     JsonPath((namespace, name, system)): JsonPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let address = address(&namespace, &name, &system)?;
-    let versions = state.registry.module_versions(&access, &address).await?;
-    Ok(Json(versions).into_response())
+    let versions = state
+        .registry
+        .module_versions_answer(&access, &address)
+        .await?;
+    Ok(answer::send(&versions, accepts))
 }
 
 /// `GET /v1/modules/:namespace/:name/:system/download`: 302 to the latest version's

@@ -7,6 +7,7 @@ use axum::Json;
 use tfreg_core::tokens::Access;
 use tfreg_core::Platform;
 
+use crate::answer::{self, AcceptsGzip};
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
 use crate::routes::{provider, version};
@@ -63,11 +64,15 @@ pub async fn details(
 pub async fn versions(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    accepts: AcceptsGzip,
     JsonPath((namespace, type_)): JsonPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     let provider = provider(&namespace, &type_)?;
-    let versions = state.registry.provider_versions(&access, &provider).await?;
-    Ok(Json(versions).into_response())
+    let versions = state
+        .registry
+        .provider_versions_answer(&access, &provider)
+        .await?;
+    Ok(answer::send(&versions, accepts))
 }
 
 /// `GET /v1/providers/:namespace/:type/:version/download/:os/:arch`
@@ -75,6 +80,7 @@ pub async fn download(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     RequestOrigin(origin): RequestOrigin,
+    accepts: AcceptsGzip,
     JsonPath((namespace, type_, version_text, os, arch)): JsonPath<(
         String,
         String,
@@ -88,7 +94,7 @@ pub async fn download(
     let platform = Platform::parse(&os, &arch).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let download = state
         .registry
-        .provider_download(&access, &provider, &version, &platform, &origin)
+        .provider_download_answer(&access, &provider, &version, &platform, &origin)
         .await?;
-    Ok(Json(download).into_response())
+    Ok(answer::send(&download, accepts))
 }
