@@ -99,8 +99,9 @@ fn duration_ms(value: &str) -> Option<f64> {
     number.parse::<f64>().ok().map(|n| n * factor)
 }
 
-/// nginx serving a folder over TLS, with the certificate the registry serves: the static
-/// files the registry's answers are compared with. Stopped when dropped.
+/// nginx serving a folder over TLS 1.3 (as tfreg does), with the certificate the registry
+/// serves and no access log (tfreg logs no success at its default level): the static files
+/// the registry's answers are compared with. Stopped when dropped.
 pub struct Nginx {
     /// `https://127.0.0.1:PORT`.
     pub url: String,
@@ -111,6 +112,12 @@ pub struct Nginx {
 impl Nginx {
     /// Serves `root` on a free port with `cert` and `key`.
     pub fn start(root: &Path, cert: &Path, key: &Path) -> Nginx {
+        Self::start_with(root, cert, key, "")
+    }
+
+    /// As [`Nginx::start`], with more directives in its `server` block (`locations`: for
+    /// example a `location = /path { return 204; }` twin of an answer without a body).
+    pub fn start_with(root: &Path, cert: &Path, key: &Path, locations: &str) -> Nginx {
         require(
             "nginx",
             "install it from Debian: sudo apt-get install nginx-light",
@@ -125,7 +132,7 @@ pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
 events {{ worker_connections 4096; }}
 http {{
-  access_log {dir}/access.log combined buffer=64k;
+  access_log off;
   client_body_temp_path {dir};
   proxy_temp_path {dir};
   fastcgi_temp_path {dir};
@@ -137,8 +144,10 @@ http {{
     listen 127.0.0.1:{port} ssl;
     ssl_certificate {cert};
     ssl_certificate_key {key};
+    ssl_protocols TLSv1.3;
     root {root};
     location / {{ try_files $uri =404; }}
+    {locations}
   }}
 }}
 "#,

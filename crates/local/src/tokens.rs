@@ -207,7 +207,12 @@ impl TokenStore for FileTokenStore {
             .lock()
             .ok()
             .and_then(|u| u.get(id).copied());
-        let stale = self.current()?.get(id).is_some_and(|t| {
+        // The tokens as `get` just read them: no second look at the file.
+        let known = match self.cache.read() {
+            Ok(cache) if cache.stamp.is_some() => Arc::clone(&cache.tokens),
+            _ => self.current()?,
+        };
+        let stale = known.get(id).is_some_and(|t| {
             t.last_used_at
                 .max(pending)
                 .is_none_or(|u| now >= u + LAST_USED_GRANULARITY_SECS)

@@ -466,6 +466,9 @@ impl Indexer {
         let mut subjects: BTreeSet<Subject> =
             records.iter().filter_map(Subject::of_record).collect();
         for id in self.metadata.document_ids().await? {
+            if id == RecordId::module_listing() {
+                continue;
+            }
             match subject_of_document(&id) {
                 Some(subject) => {
                     subjects.insert(subject);

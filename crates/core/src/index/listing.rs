@@ -42,6 +42,14 @@ impl Indexer {
                 }
             }
             written = Some(summary);
+            // Whoever keeps the catalogue makes it again.
+            self.metadata
+                .put_document(
+                    &RecordId::module_listing(),
+                    Some(b"{}".to_vec()),
+                    crate::store::Expected::Anything,
+                )
+                .await?;
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 mod answered;
 pub mod answers;
+pub mod catalogue;
 mod judged;
 pub mod modules;
 pub mod page;
@@ -71,6 +72,8 @@ pub struct Registry {
     provider_docs: Arc<judged::Kept<RecordId, ProviderVersionsDoc>>,
     /// The hot answers as the bytes sent, per document revision.
     answers: Arc<answers::Answers<answered::AnswerKey>>,
+    /// The modules' catalogue, as last made.
+    catalogue: Arc<std::sync::Mutex<modules::KeptCatalogue>>,
 }
 
 impl Registry {
@@ -84,6 +87,7 @@ impl Registry {
             module_docs: Arc::default(),
             provider_docs: Arc::default(),
             answers: Arc::default(),
+            catalogue: Arc::default(),
         }
     }
 

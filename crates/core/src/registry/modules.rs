@@ -5,13 +5,15 @@
 //! [`partition::namespace_modules`]), filtered by the token's scope before it is paged.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use super::catalogue::Catalogue;
 use super::page::Page;
 use super::{module_not_found, Registry, RegistryError};
 use crate::documents::ModuleVersionsDoc;
 use crate::names::{ModuleAddress, Namespace};
 use crate::protocol::details::{rfc3339, ModuleDetails, ModuleEntry, ModuleList};
-use crate::store::{partition, ModuleArchive, ModuleSummary, Record, StoreError};
+use crate::store::{partition, ModuleArchive, ModuleSummary, Record, RecordId, StoreError};
 use crate::tokens::Access;
 use crate::version::Version;
 
@@ -112,29 +114,15 @@ pub struct ModuleFilter {
 }
 
 impl ModuleFilter {
-    fn matches(&self, summary: &ModuleSummary) -> bool {
+    /// True when the module has the name and system asked for (the query aside).
+    pub(crate) fn selects(&self, summary: &ModuleSummary) -> bool {
         let address = &summary.address;
         let same = |wanted: &Option<String>, actual: &str| {
             wanted
                 .as_ref()
                 .is_none_or(|w| w.eq_ignore_ascii_case(actual))
         };
-        if !same(&self.name, address.name.as_str()) || !same(&self.system, address.system.as_str())
-        {
-            return false;
-        }
-        let Some(query) = &self.query else {
-            return true;
-        };
-        let text = format!(
-            "{address} {}",
-            summary.description.as_deref().unwrap_or_default()
-        )
-        .to_lowercase();
-        query
-            .to_lowercase()
-            .split_whitespace()
-            .all(|word| text.contains(word))
+        same(&self.name, address.name.as_str()) && same(&self.system, address.system.as_str())
     }
 }
 
@@ -164,23 +152,57 @@ fn summaries(records: Vec<Record>) -> Vec<ModuleSummary> {
     records
         .into_iter()
         .filter_map(|r| match r {
-            Record::ListedModule(s) | Record::NamespaceModule(s) => Some(s),
+            Record::ListedModule(s) => Some(s),
             _ => None,
         })
         .collect()
 }
 
+/// The catalogue as last made, and what it was made from.
+#[derive(Default)]
+pub(super) struct KeptCatalogue {
+    /// The store's generation it was made at, when the store has one.
+    generation: Option<u64>,
+    /// The revision of the listing's stamp ([`RecordId::module_listing`]) read before.
+    stamp: Option<String>,
+    catalogue: Arc<Catalogue>,
+}
+
 impl Registry {
-    /// The listed modules of a namespace, or of every namespace: one query.
-    async fn listed(
-        &self,
-        namespace: Option<&Namespace>,
-    ) -> Result<Vec<ModuleSummary>, StoreError> {
-        let partition = match namespace {
-            Some(namespace) => partition::namespace_modules(namespace),
-            None => partition::MODULES.to_owned(),
+    /// The catalogue of every listed module: kept while the store's generation, or else
+    /// the listing's stamp, is unchanged (one small read), made again from the listing
+    /// partition when it changed.
+    pub(crate) async fn catalogue(&self) -> Result<Arc<Catalogue>, StoreError> {
+        let generation = self.metadata.generation();
+        let stamp = match generation {
+            Some(_) => None,
+            None => self
+                .metadata
+                .get_document(&RecordId::module_listing())
+                .await?
+                .map(|d| d.revision),
         };
-        Ok(summaries(self.metadata.query(&partition).await?))
+        {
+            let kept = self
+                .catalogue
+                .lock()
+                .map_err(|_| StoreError::new("catalogue poisoned"))?;
+            let same_generation = generation.is_some() && kept.generation == generation;
+            let same_stamp = stamp.is_some() && kept.stamp == stamp;
+            if same_generation || same_stamp {
+                return Ok(Arc::clone(&kept.catalogue));
+            }
+        }
+        let listed = summaries(self.metadata.query(partition::MODULES).await?);
+        let catalogue = Arc::new(Catalogue::new(listed));
+        if let Ok(mut kept) = self.catalogue.lock() {
+            *kept = KeptCatalogue {
+                generation,
+                stamp,
+                catalogue: Arc::clone(&catalogue),
+            };
+        }
+        Ok(catalogue)
     }
 
     /// A page of the modules `filter` selects that `access` may read (all others are
@@ -194,15 +216,15 @@ impl Registry {
         path: &str,
         params: &[(&str, &str)],
     ) -> Result<ModuleList, RegistryError> {
-        if filter.namespace.as_ref().is_some_and(|n| !access.allows(n)) {
-            let (meta, modules) = page.cut(Vec::<ModuleEntry>::new(), path, params);
-            return Ok(ModuleList { meta, modules });
-        }
-        let found: Vec<ModuleEntry> = self
-            .listed(filter.namespace.as_ref())
-            .await?
+        let catalogue = self.catalogue().await?;
+        let allowed = filter.namespace.as_ref().is_none_or(|n| access.allows(n));
+        // One more than the page: whether a next page follows.
+        let selected = match allowed {
+            true => catalogue.select(access, filter, page.offset, page.limit + 1),
+            false => Vec::new(),
+        };
+        let found: Vec<ModuleEntry> = selected
             .into_iter()
-            .filter(|s| access.allows(&s.address.namespace) && filter.matches(s))
             .map(|s| {
                 entry(
                     &s.address,
@@ -213,7 +235,7 @@ impl Registry {
                 )
             })
             .collect();
-        let (meta, modules) = page.cut(found, path, params);
+        let (meta, modules) = page.cut_from(found, path, params);
         Ok(ModuleList { meta, modules })
     }
 
@@ -239,10 +261,7 @@ impl Registry {
         if !access.allows(&address.namespace) {
             return Err(module_not_found(address));
         }
-        let (doc, listed) = tokio::join!(
-            self.module_doc(address),
-            self.listed(Some(&address.namespace))
-        );
+        let (doc, listed) = tokio::join!(self.module_doc(address), self.catalogue());
         let doc = doc?;
         if doc.versions.is_empty() {
             return Err(module_not_found(address));
@@ -257,9 +276,14 @@ impl Registry {
             )));
         }
         let archive = self.module_archive(access, address, &version).await?;
+        let same_name = ModuleFilter {
+            namespace: Some(address.namespace.clone()),
+            name: Some(address.name.to_string()),
+            ..Default::default()
+        };
         let mut providers: Vec<String> = listed?
+            .select(&Access::All, &same_name, 0, usize::MAX)
             .into_iter()
-            .filter(|s| s.address.name == address.name)
             .map(|s| s.address.system.to_string())
             .collect();
         providers.push(address.system.to_string());
@@ -331,28 +355,5 @@ mod tests {
         let versions = [v("1.0.0"), v("2.0.0-rc.1"), v("1.5.0+build.2"), v("0.9.0")];
         assert_eq!(latest_release(&versions), Some(&v("1.5.0+build.2")));
         assert_eq!(latest_release(&[v("1.0.0-beta")]), None);
-    }
-
-    #[test]
-    fn search_needs_every_word_in_the_address_or_description() {
-        let summary = ModuleSummary {
-            address: ModuleAddress::parse("acme", "network", "aws").unwrap(),
-            version: v("1.0.0"),
-            published_at: 0,
-            source: None,
-            description: Some("VPC with Subnets".into()),
-        };
-        let query = |q: &str| ModuleFilter {
-            query: Some(q.into()),
-            ..Default::default()
-        };
-        assert!(query("subnets ACME").matches(&summary));
-        assert!(query("acme/network").matches(&summary));
-        assert!(!query("subnets gcp").matches(&summary));
-        let system = ModuleFilter {
-            system: Some("AWS".into()),
-            ..Default::default()
-        };
-        assert!(system.matches(&summary));
     }
 }

@@ -55,10 +55,27 @@ impl Page {
     /// This page of `all`, and where it sits. `next_url` is `path` with this page's
     /// `params` and the next offset, when there is a next page.
     pub fn cut<T>(&self, all: Vec<T>, path: &str, params: &[(&str, &str)]) -> (ListMeta, Vec<T>) {
-        let total = all.len();
-        let entries: Vec<T> = all.into_iter().skip(self.offset).take(self.limit).collect();
+        let from = all
+            .into_iter()
+            .skip(self.offset)
+            .take(self.limit.saturating_add(1))
+            .collect();
+        self.cut_from(from, path, params)
+    }
+
+    /// As [`Page::cut`], from the entries that start at the page's offset (at least one
+    /// more than the page holds when another page follows).
+    pub fn cut_from<T>(
+        &self,
+        mut from: Vec<T>,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> (ListMeta, Vec<T>) {
+        let more = from.len() > self.limit;
+        from.truncate(self.limit);
+        let entries = from;
         let next = self.offset.saturating_add(self.limit);
-        let next_offset = (next < total).then_some(next);
+        let next_offset = more.then_some(next);
         let prev_offset = (self.offset > 0).then(|| self.offset.saturating_sub(self.limit));
         let next_url = next_offset.map(|next| {
             let mut query = format!("limit={}&offset={next}", self.limit);

@@ -144,6 +144,15 @@ impl RecordId {
         Self::new(partition::MODULES.to_owned(), address.to_string())
     }
 
+    /// A document rewritten (with a new revision) whenever the listing of modules changes:
+    /// readers that keep the catalogue read this alone to know it still holds.
+    pub fn module_listing() -> Self {
+        Self::new(
+            format!("{}listing", partition::DOCUMENTS),
+            "modules".to_owned(),
+        )
+    }
+
     /// A module's versions document ([`crate::documents::ModuleVersionsDoc`]).
     pub fn module_versions(address: &ModuleAddress) -> Self {
         Self::new(format!("doc/module/{address}"), "versions".to_owned())

@@ -10,9 +10,11 @@ impl Bench {
         let server = Server::start_with_env(data.path(), &extra, &default_log());
         let token = server.create_token(&[]);
         let auth = vec![format!("Authorization: Bearer {token}")];
-        // The same bytes as static files, for nginx.
+        // The same bytes as static files, for nginx; an answer without a body (the module
+        // download's 204) as a `return 204` with the same header.
         let root = TempDir::new().unwrap();
         let client = server.client();
+        let mut locations = String::new();
         for (_, path) in ENDPOINTS
             .iter()
             .chain(&[("", "/"), ("", "/modules/acme/network/aws")])
@@ -27,6 +29,14 @@ impl Bench {
                 "{path}: {}",
                 response.status()
             );
+            if let Some(get) = response.headers().get("x-terraform-get") {
+                let _ = write!(
+                    locations,
+                    "location = {path} {{ add_header X-Terraform-Get \"{}\"; return 204; }}\n",
+                    get.to_str().unwrap()
+                );
+                continue;
+            }
             let body = response.bytes().unwrap();
             let file = match *path {
                 "/" => root.path().join("index.html"),
@@ -36,26 +46,29 @@ impl Bench {
             std::fs::write(file, body).unwrap();
         }
         let key = data.path().join(".tfreg/tls/key.pem");
-        let nginx = Nginx::start(root.path(), &server.cert, &key);
+        let nginx = Nginx::start_with(root.path(), &server.cert, &key, &locations);
         let shape = self.shape(64);
+        let turn = LoadShape {
+            seconds: if self.quick { 2 } else { 5 },
+            ..shape
+        };
+        let rounds = if self.quick { 1 } else { 5 };
 
         let mut table = String::from(
-            "| endpoint | tfreg req/s | p50 | p99 | nginx req/s | p50 | p99 | tfreg ÷ nginx |\n|---|---|---|---|---|---|---|---|\n",
+            "| endpoint | tfreg req/s | p99 | nginx req/s | p99 | tfreg ÷ nginx |\n|---|---|---|---|---|---|\n",
         );
         let mut versions = None;
         let mut ratios = Vec::new();
         for (name, path) in ENDPOINTS {
-            let ours = wrk(&format!("{}{path}", server.url), &auth, shape);
-            let theirs = wrk(&format!("{}{path}", nginx.url), &auth, shape);
-            assert_eq!(ours.errors, 0, "{name}: tfreg answered errors");
-            let ratio = ours.requests_per_sec / theirs.requests_per_sec;
-            ratios.push((name, ratio, ours.p99_ms, ours.requests_per_sec));
+            let medians = in_turns(&[&server.url, &nginx.url], path, &auth, turn, rounds);
+            let ((ours, our_p99), (theirs, their_p99)) = (medians[0], medians[1]);
+            let ratio = ours / theirs;
+            ratios.push((name, ratio, our_p99, ours));
             let _ = writeln!(
                 table,
-                "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {ratio:.2}× |",
-                ours.requests_per_sec, ours.p50_ms, ours.p99_ms, theirs.requests_per_sec, theirs.p50_ms, theirs.p99_ms
+                "| {name} | {ours:.0} | {our_p99:.2} ms | {theirs:.0} | {their_p99:.2} ms | {ratio:.2}× |",
             );
-            if path.ends_with("/versions") {
+            if path.ends_with("/versions") && versions.is_none() {
                 versions = Some(ours);
             }
         }
@@ -70,7 +83,8 @@ impl Bench {
                 Server::start_with_env(data.path(), &extra, &[("RUST_LOG", level.to_string())])
             })
             .collect();
-        let medians = in_turns(&servers, ENDPOINTS[1].1, &auth, shape);
+        let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
+        let medians = in_turns(&urls, endpoint("module versions").1, &auth, shape, 3);
         drop(servers);
         let (quiet, logged, chatty) = (medians[0].0, medians[1].0, medians[2].0);
         let logging_cost = 1.0 - logged / quiet;
@@ -83,7 +97,8 @@ impl Bench {
         let mut costs = String::from(
             "| endpoint | public (no token) req/s | with a token req/s | token check's share |\n|---|---|---|---|\n",
         );
-        for (name, path) in [ENDPOINTS[1], ENDPOINTS[3], ENDPOINTS[4]] {
+        for (name, path) in ["module versions", "provider download", "mirror version"].map(endpoint)
+        {
             let open = wrk(&format!("{}{path}", public_server.url), &[], shape);
             let with = ratios.iter().find(|r| r.0 == name).map_or(0.0, |r| r.3);
             let _ = writeln!(
@@ -105,7 +120,7 @@ impl Bench {
         ] {
             let load = wrk(&format!("{}{path}", server.url), &auth, shape);
             assert_eq!(load.errors, 0, "{name}");
-            let slower = versions.requests_per_sec / load.requests_per_sec;
+            let slower = versions / load.requests_per_sec;
             worst_page = worst_page.max(slower);
             let _ = writeln!(
                 pages,
@@ -134,8 +149,9 @@ impl Bench {
             "| endpoint | req/s with 1 token | with 10,001 tokens | p99 with 10,001 | ratio |\n|---|---|---|---|---|\n",
         );
         let mut worst_many: f64 = f64::MAX;
-        for (name, path) in [ENDPOINTS[1], ENDPOINTS[3]] {
-            let medians = in_turns(&pair, path, &auth, shape);
+        for (name, path) in ["module versions", "provider download"].map(endpoint) {
+            let urls = [pair[0].url.as_str(), pair[1].url.as_str()];
+            let medians = in_turns(&urls, path, &auth, shape, 3);
             let ((one, _), (crowd, crowd_p99)) = (medians[0], medians[1]);
             let share = crowd / one;
             worst_many = worst_many.min(share);
@@ -148,10 +164,10 @@ impl Bench {
 
         let _ = write!(
             self.report,
-            "## 1. API throughput and latency\n\n`wrk -t{} -c{} -d{}s --latency` with a token, against `tfreg serve` (release build, its self-signed certificate, `RUST_LOG=info`) and against nginx {} serving each answer's bytes as a static file over TLS with the same certificate (access log on, buffered), one after the other on this machine; wrk shares its 2 cores with the server.\n\n{table}\n",
-            shape.threads,
-            shape.connections,
-            shape.seconds,
+            "## 1. API throughput and latency\n\n`wrk -t{} -c{} -d{}s --latency` with a token, against `tfreg serve` (release build, its self-signed certificate, `RUST_LOG=info`) and against nginx {} serving each answer's bytes as a static file (the module download's 204 as `return 204` with the same `X-Terraform-Get`), both over TLS 1.3 with the same certificate and no access log; the two in turns, {rounds} rounds, each round starting with the other, medians; wrk shares its 2 cores with the server.\n\n{table}\n",
+            turn.threads,
+            turn.connections,
+            turn.seconds,
             version_of("nginx", "-v").trim_start_matches("nginx version: "),
         );
         let _ = write!(
@@ -168,10 +184,14 @@ impl Bench {
         );
         let worst = ratios.iter().map(|r| r.1).fold(f64::MAX, f64::min);
         let worst_p99 = ratios.iter().map(|r| r.2).fold(0.0, f64::max);
+        let lowest = ratios
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or("", |r| r.0);
         self.target(
-            "API ≥ 0.8× nginx on every endpoint",
-            worst >= 0.8,
-            format!("lowest ratio {worst:.2}×"),
+            "API ≥ 1.0× nginx on every endpoint (floor 0.9× on this noisy machine)",
+            worst >= 0.9,
+            format!("lowest ratio {worst:.2}× ({lowest})"),
         );
         self.target(
             "API p99 < 5 ms",

@@ -26,6 +26,7 @@ use tfreg_e2e::bench::{
 };
 use tfreg_e2e::{provider_release, publish, tar_gz, Gpg, Server, TempDir};
 
+mod answers;
 mod api;
 mod parts;
 mod scale;
@@ -80,22 +81,35 @@ fn main() {
 type Part = fn(&mut Bench);
 
 /// The API's endpoints, by name and path.
-const ENDPOINTS: [(&str, &str); 5] = [
+const ENDPOINTS: [(&str, &str); 7] = [
     ("discovery", "/.well-known/terraform.json"),
     ("module versions", "/v1/modules/acme/network/aws/versions"),
     (
         "module download",
         "/v1/modules/acme/network/aws/1.0.0/download",
     ),
+    ("provider versions", "/v1/providers/acme/widget/versions"),
     (
         "provider download",
         "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+    ),
+    (
+        "mirror index",
+        "/v1/mirror/registry.example.test/acme/widget/index.json",
     ),
     (
         "mirror version",
         "/v1/mirror/registry.example.test/acme/widget/1.0.0.json",
     ),
 ];
+
+/// The endpoint named `name`.
+fn endpoint(name: &str) -> (&'static str, &'static str) {
+    *ENDPOINTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .expect("a known endpoint")
+}
 
 impl Bench {
     fn shape(&self, connections: u32) -> LoadShape {
@@ -172,16 +186,22 @@ impl Bench {
     }
 }
 
-/// Each server's median requests/s and p99 (ms) on `path`, measured in turns over three
-/// rounds, each round starting with the next server, so drift between processes and over
-/// the run falls on all of them alike.
-fn in_turns(servers: &[Server], path: &str, auth: &[String], shape: LoadShape) -> Vec<(f64, f64)> {
+/// Each server's median requests/s and p99 (ms) on `path` (each server by its base URL),
+/// measured in turns over `rounds` rounds, each round starting with the next server, so
+/// drift between processes and over the run falls on all of them alike.
+fn in_turns(
+    servers: &[&str],
+    path: &str,
+    auth: &[String],
+    shape: LoadShape,
+    rounds: usize,
+) -> Vec<(f64, f64)> {
     let mut rates = vec![Vec::new(); servers.len()];
     let mut p99s = vec![Vec::new(); servers.len()];
-    for round in 0..3 {
+    for round in 0..rounds {
         for step in 0..servers.len() {
             let i = (step + round) % servers.len();
-            let load = wrk(&format!("{}{path}", servers[i].url), auth, shape);
+            let load = wrk(&format!("{}{path}", servers[i]), auth, shape);
             assert_eq!(load.errors, 0, "{path}");
             rates[i].push(load.requests_per_sec);
             p99s[i].push(load.p99_ms);

@@ -154,6 +154,18 @@ impl Bench {
             format!("{listed_modules} modules"),
             "/".into(),
         );
+        let big = [
+            (
+                "module versions",
+                format!("/v1/modules/acme/s{largest}/aws/versions"),
+            ),
+            (
+                "provider versions",
+                format!("/v1/providers/acme/p{largest_provider}/versions"),
+            ),
+        ];
+        let small = format!("/v1/modules/acme/s{}/aws/versions", sizes[0]);
+        self.answers_at_scale(&server, &token, &big, &small, listed_modules);
         let peak = peak_memory_mib(server.pid()).unwrap_or(0.0);
         // The index is saved once the watcher is idle; then a graceful stop.
         let saved = data.path().join(".tfreg/index.json");
