@@ -37,7 +37,7 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
 impl Catalogue {
     /// The catalogue of `summaries` (in any order).
     pub fn new(mut summaries: Vec<ModuleSummary>) -> Self {
-        summaries.sort_by(|a, b| a.address.to_string().cmp(&b.address.to_string()));
+        summaries.sort_by_cached_key(|s| s.address.to_string());
         let texts: Vec<String> = summaries
             .iter()
             .map(|s| {
