@@ -30,9 +30,9 @@ impl Bench {
                 response.status()
             );
             if let Some(get) = response.headers().get("x-terraform-get") {
-                let _ = write!(
+                let _ = writeln!(
                     locations,
-                    "location = {path} {{ add_header X-Terraform-Get \"{}\"; return 204; }}\n",
+                    "location = {path} {{ add_header X-Terraform-Get \"{}\"; return 204; }}",
                     get.to_str().unwrap()
                 );
                 continue;
