@@ -7,9 +7,9 @@ use tfreg_e2e::client_trusting;
 use tfreg_e2e::stack::{Stack, StackOptions};
 
 /// Versions published.
-const VERSIONS: usize = 300;
+const VERSIONS: usize = 120;
 /// Records in one event.
-const PER_EVENT: usize = 50;
+const PER_EVENT: usize = 20;
 
 #[test]
 fn a_batch_of_events_makes_its_module_document_once_and_loses_no_version() {
@@ -20,7 +20,7 @@ fn a_batch_of_events_makes_its_module_document_once_and_loses_no_version() {
     });
     let address = ModuleAddress::parse("acme", "bulk", "aws").unwrap();
 
-    // when 300 versions of one module are uploaded at once and their events delivered fifty
+    // when 120 versions of one module are uploaded at once and their events delivered twenty
     // records to an event, the three instances taking events side by side,
     let delivery = stack.publish_module_in_bulk(&address, VERSIONS, PER_EVENT);
 

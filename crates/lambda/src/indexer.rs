@@ -10,6 +10,12 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::{IndexOutcome, Indexer};
 
 use crate::settings::IndexerSettings;
+
+/// How many times the documents of an event are tried (each subject with its own retries)
+/// before the invocation fails.
+const FLUSH_ROUNDS: u32 = 3;
+/// The pause before the second round (growing after).
+const ROUND_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 use crate::{configure, error_chain, event_keys, init_tracing, Error, Stores};
 
 /// Why an S3 event could not be indexed, in words (Lambda shows it as the invocation's
@@ -84,8 +90,7 @@ pub async fn handle_s3_event(
             }
         }
     }
-    if let Err(e) = indexer.flush_documents().await {
-        let error = error_chain(&e);
+    if let Err(error) = flush(indexer).await {
         tracing::error!(
             error,
             "could not make the documents; the event is delivered again"
@@ -103,6 +108,26 @@ pub async fn handle_s3_event(
     match failures.is_empty() {
         true => Ok(outcomes),
         false => Err(failures.join("; ").into()),
+    }
+}
+
+/// Makes the documents the event's records touched. Each subject's document is retried
+/// against other instances' writes ([`Indexer::flush_documents`]); what is still pending
+/// after that (a crowd of instances on one subject, a store error) is tried again in
+/// further rounds, so contention alone never fails an event for Lambda to dead-letter.
+async fn flush(indexer: &Indexer) -> Result<(), String> {
+    let mut round = 1;
+    loop {
+        match indexer.flush_documents().await {
+            Ok(_) => return Ok(()),
+            Err(e) if round == FLUSH_ROUNDS => return Err(error_chain(&e)),
+            Err(e) => {
+                let error = error_chain(&e);
+                tracing::warn!(error, round, "making the documents again");
+                tokio::time::sleep(ROUND_PAUSE.mul_f64(round as f64)).await;
+                round += 1;
+            }
+        }
     }
 }
 
