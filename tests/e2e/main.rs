@@ -23,6 +23,7 @@ mod request_cost;
 mod serve;
 mod sign_in_attacks;
 mod stack;
+mod stack_bulk;
 mod stack_upstream;
 mod upstream;
 mod web;

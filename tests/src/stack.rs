@@ -27,7 +27,11 @@ use crate::counting::{Call, CountingProxy};
 use crate::lambda::{function_bin, Answer, RuntimeApi};
 use crate::{test_certificate, venv_tool, workspace_root, Moto, TempDir};
 
+mod bulk;
+mod events;
 mod gateway;
+pub use bulk::{BulkDelivery, EventSummary, Uploaded};
+pub use events::s3_event_key;
 use gateway::{gateway, Route};
 
 /// How the stack is deployed: its template parameters.
@@ -56,6 +60,9 @@ pub struct StackOptions {
     /// Variables given to every function beside the template's (settings a deployment
     /// would add to the template, such as `TFREG_UPSTREAM_HOSTS` for a stand-in upstream).
     pub function_env: Vec<(String, String)>,
+    /// How many instances of the indexer function run side by side (Lambda's concurrency),
+    /// for [`Stack::index_in_bulk`]; [`Stack::deliver`] uses the first.
+    pub indexer_instances: usize,
 }
 
 /// The Secrets Manager secret of [`StackOptions::oidc_client_secret`].
@@ -73,6 +80,7 @@ impl Default for StackOptions {
             oidc_client_secret: None,
             upstream: None,
             function_env: Vec::new(),
+            indexer_instances: 1,
         }
     }
 }
@@ -105,6 +113,8 @@ pub struct Stack {
     pub table: String,
     s3: aws_sdk_s3::Client,
     functions: Vec<Function>,
+    /// The indexer's other instances ([`StackOptions::indexer_instances`]).
+    replicas: Vec<Function>,
     runtime: tokio::runtime::Runtime,
     stop: Option<tokio::sync::watch::Sender<bool>>,
     counting: Option<CountingProxy>,
@@ -197,9 +207,18 @@ impl Stack {
         let functions = environments
             .iter()
             .map(|(logical_id, environment)| {
-                start_function(logical_id, environment, &function_env, dir.path())
+                start_function(logical_id, environment, &function_env, dir.path(), 0)
             })
             .collect::<Vec<_>>();
+        let replicas = environments
+            .iter()
+            .filter(|(_, environment)| function_name(environment) == "indexer")
+            .flat_map(|(logical_id, environment)| {
+                (1..options.indexer_instances).map(|instance| {
+                    start_function(logical_id, environment, &function_env, dir.path(), instance)
+                })
+            })
+            .collect();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
@@ -236,6 +255,7 @@ impl Stack {
             table,
             s3,
             functions,
+            replicas,
             runtime,
             stop: Some(stop),
             counting,
@@ -339,54 +359,6 @@ impl Stack {
             .collect()
     }
 
-    /// An S3 event for the object's current state (created, or removed if it is gone).
-    fn s3_event(&self, key: &str, sequence: usize) -> String {
-        let head = self.s3.head_object().bucket(&self.bucket).key(key);
-        let head = self.runtime.block_on(head.send());
-        let (name, object) = match head {
-            Ok(out) => (
-                "ObjectCreated:Put",
-                serde_json::json!({
-                    "key": s3_event_key(key),
-                    "size": out.content_length().unwrap_or(0),
-                    "eTag": out.e_tag().unwrap_or("").trim_matches('"'),
-                    "versionId": out.version_id().unwrap_or("null"),
-                    "sequencer": format!("{:016X}", 0x0062_0000_0000_0000u64 + sequence as u64),
-                }),
-            ),
-            Err(_) => (
-                "ObjectRemoved:DeleteMarkerCreated",
-                serde_json::json!({
-                    "key": s3_event_key(key),
-                    "sequencer": format!("{:016X}", 0x0063_0000_0000_0000u64 + sequence as u64),
-                }),
-            ),
-        };
-        serde_json::json!({
-            "Records": [{
-                "eventVersion": "2.1",
-                "eventSource": "aws:s3",
-                "awsRegion": "us-east-1",
-                "eventTime": "2026-11-23T00:00:00.000Z",
-                "eventName": name,
-                "userIdentity": {"principalId": "AWS:PUBLISHER"},
-                "requestParameters": {"sourceIPAddress": "127.0.0.1"},
-                "responseElements": {"x-amz-request-id": "STACK", "x-amz-id-2": "STACK"},
-                "s3": {
-                    "s3SchemaVersion": "1.0",
-                    "configurationId": "tfreg",
-                    "bucket": {
-                        "name": self.bucket,
-                        "ownerIdentity": {"principalId": "OWNER"},
-                        "arn": format!("arn:aws:s3:::{}", self.bucket),
-                    },
-                    "object": object,
-                },
-            }]
-        })
-        .to_string()
-    }
-
     /// Every object in the bucket, with its version id.
     pub fn objects(&self) -> BTreeMap<String, String> {
         let list = self.s3.list_object_versions().bucket(&self.bucket);
@@ -463,7 +435,7 @@ impl Drop for Stack {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(true);
         }
-        for function in &mut self.functions {
+        for function in self.functions.iter_mut().chain(&mut self.replicas) {
             let _ = function.child.kill();
             let _ = function.child.wait();
         }
@@ -471,20 +443,6 @@ impl Drop for Stack {
             eprintln!("{}", self.logs());
         }
     }
-}
-
-/// A key as S3 event notifications carry it: URL-encoded, spaces as `+`.
-pub fn s3_event_key(key: &str) -> String {
-    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'~')
-        .remove(b'/')
-        .remove(b' ');
-    percent_encoding::utf8_percent_encode(key, KEEP)
-        .to_string()
-        .replace(' ', "+")
 }
 
 /// The bucket (versioned) and the table, as template.yaml makes them.
@@ -534,20 +492,29 @@ async fn provision(
     crate::provision(&config, bucket, table).await
 }
 
-/// Starts one function's binary under its own Runtime API, with the template's environment.
+/// A function's name (its package's, `indexer`) from its `CodeUri`.
+fn function_name(environment: &BTreeMap<String, String>) -> &str {
+    let code = &environment["__code_uri__"];
+    code.trim_start_matches("build/lambda/")
+        .split('/')
+        .next()
+        .unwrap()
+}
+
+/// Starts one instance (0 for the first) of a function's binary under its own Runtime API,
+/// with the template's environment.
 fn start_function(
     logical_id: &str,
     environment: &BTreeMap<String, String>,
     aws_env: &[(String, String)],
     dir: &Path,
+    instance: usize,
 ) -> Function {
-    let code = &environment["__code_uri__"];
-    let name = code
-        .trim_start_matches("build/lambda/")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let name = function_name(environment).to_owned();
+    let file = match instance {
+        0 => name.clone(),
+        n => format!("{name}-{n}"),
+    };
     let routes = environment
         .get("__routes__")
         .map(|r| {
@@ -567,7 +534,7 @@ fn start_function(
         })
         .unwrap_or_default();
     let api = Arc::new(RuntimeApi::start(vec![]));
-    let log = dir.join(format!("{name}.log"));
+    let log = dir.join(format!("{file}.log"));
     let child = Command::new(function_bin(&name))
         .env_clear()
         .envs(
@@ -584,7 +551,7 @@ fn start_function(
             ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
         ])
         .stdin(Stdio::null())
-        .stdout(std::fs::File::create(dir.join(format!("{name}.out"))).unwrap())
+        .stdout(std::fs::File::create(dir.join(format!("{file}.out"))).unwrap())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("{name} starts: {e}"));

@@ -9,21 +9,22 @@
 pub mod config;
 pub mod fetcher;
 pub mod function;
+pub mod indexer;
 pub mod settings;
 pub mod upstream;
 
 use std::sync::Arc;
 
 use aws_lambda_events::event::s3::S3Event;
-use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::protocol::Discovery;
 use tfreg_core::token_cache::{CacheSettings, CachedTokens};
 use tfreg_core::tokens::TokenStore;
-use tfreg_core::{ArtifactStore, Downloads, IndexOutcome, Indexer, MetadataStore, Registry};
+use tfreg_core::{ArtifactStore, Downloads, MetadataStore, Registry};
 use tfreg_http::{ApiState, AppState, Family};
 
 pub use config::{ConfigError, FunctionSettings};
 pub use function::Function;
+pub use indexer::{handle_s3_event, run_indexer, IndexFailure};
 use settings::{
     ApiSettings, DiscoverySettings, DownloadsSettings, IndexerSettings, LoginSettings, UrlSettings,
     WebFunctionSettings,
@@ -308,42 +309,6 @@ pub async fn run_downloads() -> Result<(), Error> {
     lambda_http::run(tfreg_http::family(Family::Downloads, routes)).await
 }
 
-/// Why an S3 event could not be indexed, in words (Lambda shows it as the invocation's
-/// error, retries the event, and parks it in the dead-letter queue in the end).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct IndexFailure(String);
-
-impl From<IndexFailure> for Diagnostic {
-    fn from(failure: IndexFailure) -> Self {
-        Diagnostic {
-            error_type: "tfreg.IndexFailure".into(),
-            error_message: failure.0,
-        }
-    }
-}
-
-/// The entry point of the indexer function.
-pub async fn run_indexer() -> Result<(), Error> {
-    init_tracing();
-    let config = configure::<IndexerSettings>().await?;
-    let stores = Stores::connect_for_indexing(&config).await;
-    let indexer = Arc::new(
-        Indexer::new(stores.metadata, stores.artifacts).with_hostname(config.hostname.clone()),
-    );
-    let bucket = config.bucket.clone();
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| {
-        let indexer = Arc::clone(&indexer);
-        let bucket = bucket.clone();
-        async move {
-            handle_s3_event(&indexer, &bucket, event.payload)
-                .await
-                .map_err(|e| IndexFailure(error_chain(e.as_ref())))
-        }
-    }))
-    .await
-}
-
 /// An error and its sources, as one line.
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     tfreg_core::store::ErrorChain(error).to_string()
@@ -375,29 +340,4 @@ pub fn event_keys(bucket: &str, event: S3Event) -> Result<Vec<(String, String)>,
         keys.push((decode_event_key(raw)?, kind));
     }
     Ok(keys)
-}
-
-/// Indexes every object an S3 event names. The event kind (created or removed) is only a
-/// hint: the indexer reads each key's current state, so duplicate, late or reordered events
-/// are harmless. A failure fails the invocation, so Lambda retries it and, past its retries,
-/// parks the event in the dead-letter queue.
-pub async fn handle_s3_event(
-    indexer: &Indexer,
-    bucket: &str,
-    event: S3Event,
-) -> Result<Vec<String>, Error> {
-    let mut outcomes = Vec::new();
-    for (key, kind) in event_keys(bucket, event)? {
-        tracing::info!(key, kind, "S3 event");
-        let outcome = indexer.index_key(&key).await?;
-        let said = match outcome {
-            IndexOutcome::Published(a) => format!("published {a}"),
-            IndexOutcome::Unpublished(a) => format!("unpublished {a}"),
-            IndexOutcome::Rejected { key, reason } => format!("rejected {key}: {reason}"),
-            IndexOutcome::Ignored => format!("ignored {key}"),
-        };
-        tracing::info!(key, "{said}");
-        outcomes.push(said);
-    }
-    Ok(outcomes)
 }

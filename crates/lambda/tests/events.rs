@@ -260,6 +260,50 @@ async fn s3_events_drive_the_indexer() {
     assert!(outcomes.is_empty());
 }
 
+#[tokio::test]
+async fn an_event_of_many_records_makes_each_document_once() {
+    use tfreg_core::documents::{decode, ModuleVersionsDoc};
+    use tfreg_core::store::RecordId;
+    use tfreg_core::MetadataReader;
+
+    // Given five versions of a module uploaded, and one event naming them all (a batch),
+    let world = World::published().await;
+    let mut event: serde_json::Value =
+        serde_json::from_str(&read("events/s3-put-module.json")).unwrap();
+    let record = event["Records"][0].clone();
+    let records: Vec<serde_json::Value> = (1..=5)
+        .map(|minor| {
+            let key = format!("modules/acme/network/aws/1.{minor}.0.tar.gz");
+            world.artifacts.put(&key, module());
+            let mut record = record.clone();
+            record["s3"]["object"]["key"] = key.into();
+            record
+        })
+        .collect();
+    event["Records"] = records.into();
+    let event: S3Event = serde_json::from_value(event).unwrap();
+
+    // when the function's indexer (documents deferred to the end of the event) handles it,
+    let indexer = world.indexer().with_deferred_documents();
+    let outcomes = handle_s3_event(&indexer, "tfreg-artifacts", event)
+        .await
+        .unwrap();
+
+    // then every version is published, the module's versions document written once, and it
+    // lists them all beside the version published before.
+    assert_eq!(outcomes.len(), 5, "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| o.starts_with("published module")),
+        "{outcomes:?}"
+    );
+    assert_eq!(indexer.document_stats().written, 1);
+    let address = tfreg_core::ModuleAddress::parse("acme", "network", "aws").unwrap();
+    let id = RecordId::module_versions(&address);
+    let stored = world.metadata.get_document(&id).await.unwrap().unwrap();
+    let document: ModuleVersionsDoc = decode(&id, &stored.body).unwrap();
+    assert_eq!(document.versions.len(), 6);
+}
+
 /// The whole trip Lambda makes: event JSON in, through `lambda_http`'s adapter (what
 /// `lambda_http::run` wraps around the router), API Gateway response JSON out.
 #[tokio::test]

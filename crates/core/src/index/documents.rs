@@ -19,6 +19,7 @@
 //! them again.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures_util::{StreamExt, TryStreamExt};
@@ -44,6 +45,39 @@ const RELEASE_WRITES: usize = 16;
 
 /// How many times a refresh starts over while other writers replace the same document.
 const ATTEMPTS: u32 = 12;
+
+/// How many of a scope's versions are read at once (one query each).
+const VERSION_READS: usize = 16;
+
+/// What making versions documents cost an indexer so far ([`Indexer::document_stats`]):
+/// the figures the indexer function logs per invocation.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentStats {
+    /// Versions documents written (or deleted, when they list nothing).
+    pub written: u64,
+    /// Attempts that lost to another writer's replacement and started over.
+    pub conflicts: u64,
+}
+
+/// [`DocumentStats`] as they are counted.
+#[derive(Debug, Default)]
+pub(super) struct DocumentCounters {
+    written: AtomicU64,
+    conflicts: AtomicU64,
+}
+
+impl DocumentCounters {
+    fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn stats(&self) -> DocumentStats {
+        DocumentStats {
+            written: self.written.load(Ordering::Relaxed),
+            conflicts: self.conflicts.load(Ordering::Relaxed),
+        }
+    }
+}
 
 /// What a document is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -228,12 +262,14 @@ impl Indexer {
                 }
             };
             if written {
+                DocumentCounters::count(&self.counters.written);
                 if let Subject::Module(address) = subject {
                     self.list_module(address).await?;
                 }
                 return Ok(());
             }
             // Another writer replaced it meanwhile: read again, after a pause that grows.
+            DocumentCounters::count(&self.counters.conflicts);
             let pause = Duration::from_millis(5 << attempt.min(7));
             tokio::time::sleep(pause.mul_f64(0.5 + rand::random::<f64>())).await;
         }
@@ -295,15 +331,25 @@ impl Indexer {
     ) -> Result<Vec<Record>, StoreError> {
         match scope {
             Scope::All => self.metadata.query(partition).await,
+            // Side by side: a batch's versions are read in a few round trips' time, which
+            // keeps the window between reading the document and replacing it short.
             Scope::Versions(versions) => {
-                let mut records = Vec::new();
-                for version in versions {
-                    for kind in kinds {
-                        let prefix = format!("{kind}{version}/");
-                        records.extend(self.metadata.query_prefix(partition, &prefix).await?);
-                    }
-                }
-                Ok(records)
+                let prefixes: Vec<String> = versions
+                    .iter()
+                    .flat_map(|version| kinds.iter().map(move |kind| format!("{kind}{version}/")))
+                    .collect();
+                // Owned by each read: borrowed, the stream would not be `Send` for every
+                // lifetime.
+                let (metadata, partition) = (Arc::clone(&self.metadata), partition.to_owned());
+                let found: Vec<Vec<Record>> = futures_util::stream::iter(prefixes)
+                    .map(move |prefix| {
+                        let (metadata, partition) = (Arc::clone(&metadata), partition.clone());
+                        async move { metadata.query_prefix(&partition, &prefix).await }
+                    })
+                    .buffered(VERSION_READS)
+                    .try_collect()
+                    .await?;
+                Ok(found.into_iter().flatten().collect())
             }
         }
     }

@@ -46,7 +46,7 @@ use crate::store::{
     ArtifactStore, MetadataStore, ObjectMeta, ProblemRecord, Record, RecordId, StoreError,
 };
 
-pub use documents::{Scope, Subject};
+pub use documents::{DocumentStats, Scope, Subject};
 pub use reindex::{Change, ChangeKind, ReindexReport};
 
 /// What indexing one key did.
@@ -86,6 +86,8 @@ pub struct Indexer {
     /// Documents (and module listings) that wait for [`Indexer::flush_documents`], when the caller
     /// indexes in bulk; `None`: each file's event makes them again at once.
     deferred: Option<std::sync::Mutex<std::collections::BTreeMap<Subject, Scope>>>,
+    /// What making documents cost so far.
+    counters: documents::DocumentCounters,
 }
 
 /// The result of reading a small file.
@@ -121,6 +123,7 @@ impl Indexer {
             limits: PackageLimits::default(),
             module_limits: crate::module_archive::ModuleLimits::default(),
             deferred: None,
+            counters: Default::default(),
         }
     }
 
@@ -158,6 +161,12 @@ impl Indexer {
             }
         }
         Ok(count)
+    }
+
+    /// How many versions documents this indexer wrote so far, and how many of its attempts
+    /// lost to another writer and started over.
+    pub fn document_stats(&self) -> DocumentStats {
+        self.counters.stats()
     }
 
     /// Makes every document again from the records now in the store (and forgets documents

@@ -12,8 +12,11 @@
 //! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
 //! 6. The deployed stack's DynamoDB and S3 calls per API request, counted at moto.
 //! 7. Sign-in starts: one before and after a flood of 20,000 or more from one client.
+//! 8. Bulk publishing on the deployed stack: events/s of the indexer function over counts
+//!    of one module's versions (`--bulk-10k` adds 10,000).
 //!
-//! `--only=api|scale|hashing|coldstart|cost|signin` runs one part (into the quick report).
+//! `--only=api|scale|hashing|coldstart|cost|signin|bulk` runs one part (into the quick
+//! report).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -28,6 +31,7 @@ use tfreg_e2e::{provider_release, publish, tar_gz, Gpg, Server, TempDir};
 
 mod answers;
 mod api;
+mod bulk;
 mod parts;
 mod scale;
 
@@ -53,13 +57,14 @@ fn main() {
         targets: Vec::new(),
     };
     let started = Instant::now();
-    let parts: [(&str, Part); 6] = [
+    let parts: [(&str, Part); 7] = [
         ("api", Bench::api),
         ("scale", Bench::scale),
         ("hashing", Bench::hashing),
         ("coldstart", Bench::cold_start),
         ("cost", Bench::request_cost),
         ("signin", Bench::sign_in_flood),
+        ("bulk", Bench::bulk),
     ];
     if let Some(only) = &bench.only {
         let names: Vec<&str> = parts.iter().map(|(name, _)| *name).collect();
