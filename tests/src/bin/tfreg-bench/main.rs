@@ -7,13 +7,15 @@
 //!    with 10,001 stored tokens; request logging at `info` against `warn`.
 //! 2. Pages against the versions endpoint.
 //! 3. Scale: versions and download latency over module and provider sizes, 5,000 modules,
-//!    the time from start to serving, a restart, and peak memory.
+//!    the time from start to serving, the first index against the floor of reading and
+//!    hashing every byte once, a restart, and peak memory; with `--large-index`, the same
+//!    ratio over 1 GB of provider packages.
 //! 4. The provider hashing of the indexer against `unzip -p | sha256sum`, and its memory.
 //! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
 //! 6. The deployed stack's DynamoDB and S3 calls per API request, counted at moto.
 //! 7. Sign-in starts: one before and after a flood of 20,000 or more from one client.
 //!
-//! `--only=api|scale|hashing|coldstart|cost|signin` runs one part (into the quick report).
+//! `--only=api|scale|index|hashing|coldstart|cost|signin` runs one part (into the quick report).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -27,6 +29,7 @@ use tfreg_e2e::bench::{
 use tfreg_e2e::{provider_release, publish, tar_gz, Gpg, Server, TempDir};
 
 mod api;
+mod first_index;
 mod parts;
 mod scale;
 
@@ -52,9 +55,10 @@ fn main() {
         targets: Vec::new(),
     };
     let started = Instant::now();
-    let parts: [(&str, Part); 6] = [
+    let parts: [(&str, Part); 7] = [
         ("api", Bench::api),
         ("scale", Bench::scale),
+        ("index", Bench::large_index),
         ("hashing", Bench::hashing),
         ("coldstart", Bench::cold_start),
         ("cost", Bench::request_cost),
