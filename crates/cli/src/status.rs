@@ -50,6 +50,9 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let filter = Filter::parse(args.namespace.as_deref(), args.address.as_deref())
         .map_err(anyhow::Error::msg)?;
     let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
+    if let Backend::DataDir(data) = &backend {
+        note_first_index(data);
+    }
     let indexed = backend.open_indexed(args.hostname.get()).await?;
     let keys = indexed.artifacts.list().await?;
     let scope = Scope::from_keys(&keys);
@@ -74,6 +77,17 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(code)
+}
+
+/// Says on stderr when a running `tfreg serve` has not indexed the whole data directory yet
+/// (this report indexes it itself, so it is whole; the server's answers are not yet).
+fn note_first_index(data: &std::path::Path) {
+    if let Some(progress) = tfreg_local::watcher::read_progress(data) {
+        eprintln!(
+            "note: the running tfreg serve is still indexing this data directory: {}/{} files; it answers from what it has indexed so far",
+            progress.done, progress.total
+        );
+    }
 }
 
 /// Prints the document; the exit status says whether anything is refused.

@@ -11,7 +11,6 @@
 //! every check is bounded by [`ModuleLimits`].
 
 use std::fs::File;
-use std::io::SeekFrom;
 
 use super::spool::{self, Verdict};
 use super::Indexer;
@@ -67,14 +66,19 @@ impl Indexer {
                 return Ok(Some(reason));
             }
         };
-        let (docs, summary) = match check(&opened.file, format, self.module_limits.clone()).await? {
+        let checked = check(&opened.file, format, self.module_limits.clone()).await?;
+        let Checked {
+            docs,
+            summary,
+            sha256,
+            read,
+        } = match checked {
             Ok(checked) => checked,
             Err(reason) => {
                 self.metadata.delete(&id).await?;
                 return Ok(Some(reason));
             }
         };
-        let (sha256, read) = sha256_of(&opened.file).await?;
         // A file that changed while it was read is being written: its next event (or the
         // next rescan) checks the final content.
         if read != opened.meta.size
@@ -133,22 +137,36 @@ fn too_large(size: u64) -> String {
     )
 }
 
-/// Checks an archive and reads its docs ([`module_docs::read_checked`]: the archive check,
-/// then its configuration parsed) on a blocking thread.
-async fn check(
-    file: &File,
-    format: ArchiveFormat,
-    limits: ModuleLimits,
-) -> Verdict<(ModuleDocs, ModuleSummary)> {
+/// What checking an archive found, and its SHA-256 (hex) with how many bytes it read.
+struct Checked {
+    docs: ModuleDocs,
+    summary: ModuleSummary,
+    sha256: String,
+    read: u64,
+}
+
+/// Hashes an archive, checks it and reads its docs ([`module_docs::read_checked`]: the
+/// archive check, then its configuration parsed), all on one blocking thread: hashing is
+/// CPU work that must not hold up the threads answering requests, and the second pass
+/// over the file reads it from memory.
+async fn check(file: &File, format: ArchiveFormat, limits: ModuleLimits) -> Verdict<Checked> {
     let file = file
         .try_clone()
         .map_err(|e| StoreError::with_source("cannot reopen a module archive", e))?;
-    let work = move || module_docs::read_checked(&file, format, &limits);
+    let work = move || {
+        let hashed = sha256_of(&file).map_err(ModuleArchiveError::Io)?;
+        module_docs::read_checked(&file, format, &limits).map(|checked| (checked, hashed))
+    };
     let verdict = tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| StoreError::with_source("checking a module archive stopped", e))?;
     match verdict {
-        Ok(checked) => Ok(Ok(checked)),
+        Ok(((docs, summary), (sha256, read))) => Ok(Ok(Checked {
+            docs,
+            summary,
+            sha256,
+            read,
+        })),
         Err(DocsError::Archive(ModuleArchiveError::Io(e))) => {
             Err(StoreError::with_source("cannot read a module archive", e))
         }
@@ -156,13 +174,23 @@ async fn check(
     }
 }
 
-/// The SHA-256 (hex) of an opened archive, and how many bytes it read.
-async fn sha256_of(file: &File) -> Result<(String, u64), StoreError> {
-    let failed = |e| StoreError::with_source("cannot read a module archive", e);
-    let mut file = tokio::fs::File::from_std(file.try_clone().map_err(failed)?);
-    tokio::io::AsyncSeekExt::seek(&mut file, SeekFrom::Start(0))
-        .await
-        .map_err(failed)?;
-    let limited = tokio::io::AsyncReadExt::take(file, MAX_MODULE_ARCHIVE_BYTES + 1);
-    super::sha256_of(limited).await.map_err(failed)
+/// The SHA-256 (hex) of an opened archive from its start, and how many bytes it read, by
+/// position (the file's offset is left for the check). Blocking.
+fn sha256_of(file: &File) -> std::io::Result<(String, u64)> {
+    use sha2::Digest;
+    use std::os::unix::fs::FileExt;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    while total <= MAX_MODULE_ARCHIVE_BYTES {
+        let n = match file.read_at(&mut buffer, total) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buffer[..n]);
+        total += n as u64;
+    }
+    Ok((hex::encode(hasher.finalize()), total))
 }

@@ -3,8 +3,11 @@
 //! Cheap checks come before expensive work. Every package gets its SHA-256 (one pass over
 //! the file, the `zh:` hash SHA256SUMS lists). A registry package is unpacked for its `h1:`
 //! only once a signed SHA256SUMS lists that very SHA-256, so an unsigned upload, however
-//! crafted, costs one pass of SHA-256. Mirror uploads have no signatures: they are unpacked
-//! at once, within the same [`crate::hash::PackageLimits`].
+//! crafted, costs one pass of SHA-256. When the signed listing names a package before it is
+//! indexed (a release copied in whole), both hashes come from one pass, and bytes that
+//! differ from the listing's keep only their SHA-256; an upload under a listed name thus
+//! costs at most one unpacking within the limits. Mirror uploads have no signatures: they
+//! are unpacked at once, within the same [`crate::hash::PackageLimits`].
 //!
 //! Unpacking also checks what Terraform checks after it unpacks a package, from a registry
 //! or a mirror alike: that it holds the provider's executable
@@ -62,36 +65,14 @@ impl Indexer {
                 return Ok(Some(reason));
             }
         };
-        let limits = self.limits.clone();
-        let sha256 = match blocking(&opened, move |f| hash::sha256_of_package(f, &limits)).await? {
-            Ok(sha256) => sha256,
-            Err(e) => {
+        let (sha256, h1) = match self
+            .hash_once(key, mirror_hostname, &opened, provider, version)
+            .await?
+        {
+            Ok(hashed) => hashed,
+            Err(reason) => {
                 self.metadata.delete(&id).await?;
-                return Ok(Some(e.to_string()));
-            }
-        };
-        let unpack = match mirror_hostname {
-            Some(_) => true,
-            None => {
-                let name = crate::store::file_name(key);
-                self.signed_sha256s(provider, version).await?.get(name) == Some(&sha256)
-            }
-        };
-        let h1 = match unpack {
-            false => None,
-            true => {
-                // SHA-256 again, beside the unpacking: the `h1:` must come from the bytes
-                // whose SHA-256 is recorded.
-                match self.hash_package(&opened, provider).await? {
-                    Ok(hashes) if hashes.sha256 != sha256 => {
-                        return Ok(Some("the file changed while it was being read".into()))
-                    }
-                    Ok(hashes) => hashes.h1,
-                    Err(e) => {
-                        self.metadata.delete(&id).await?;
-                        return Ok(Some(unpack_problem(e)));
-                    }
-                }
+                return Ok(Some(reason));
             }
         };
         // A file that changed while it was hashed is being written: its next event (or the
@@ -120,6 +101,51 @@ impl Indexer {
             return self.unpack_if_signed(record).await;
         }
         Ok(None)
+    }
+
+    /// A package's SHA-256, and its `h1:` when it is to be unpacked (every mirror upload; a
+    /// registry package once a signed SHA256SUMS lists that very SHA-256), in one pass over
+    /// the file when the listing is known before: the `h1:` then comes from the bytes whose
+    /// SHA-256 is recorded. `Err` is why the package is refused.
+    async fn hash_once(
+        &self,
+        key: &str,
+        mirror_hostname: Option<&Hostname>,
+        opened: &Opened,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<Result<(String, Option<String>), String>, StoreError> {
+        let listed = match mirror_hostname {
+            Some(_) => None,
+            None => {
+                let name = crate::store::file_name(key);
+                self.signed_sha256s(provider, version).await?.remove(name)
+            }
+        };
+        let mut unpacked = None;
+        if mirror_hostname.is_some() || listed.is_some() {
+            match self.hash_package(opened, provider).await? {
+                // Not the bytes a signature vouches for: its `zh:` is all it gets.
+                Ok(hashes) if listed.as_ref().is_some_and(|l| *l != hashes.sha256) => {
+                    return Ok(Ok((hashes.sha256, None)))
+                }
+                Ok(hashes) => return Ok(Ok((hashes.sha256, hashes.h1))),
+                Err(e) => unpacked = Some(e),
+            }
+        }
+        // SHA-256 alone: what an unsigned package costs, and, when unpacking failed, whether
+        // the bytes that failed were those to be unpacked.
+        let limits = self.limits.clone();
+        let sha256 = match blocking(opened, move |f| hash::sha256_of_package(f, &limits)).await? {
+            Ok(sha256) => sha256,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        Ok(match unpacked {
+            Some(e) if mirror_hostname.is_some() || listed == Some(sha256.clone()) => {
+                Err(unpack_problem(e))
+            }
+            _ => Ok((sha256, None)),
+        })
     }
 
     /// Unpacks every package of a release that a signed SHA256SUMS now lists, and records

@@ -7,7 +7,9 @@
 //!    with 10,001 stored tokens; request logging at `info` against `warn`.
 //! 2. Pages against the versions endpoint.
 //! 3. Scale: versions and download latency over module and provider sizes, 5,000 modules,
-//!    the time from start to serving, a restart, and peak memory.
+//!    the time from start to serving, the first index against the floor of reading and
+//!    hashing every byte once, a restart, and peak memory; with `--large-index`, the same
+//!    ratio over 1 GB of provider packages.
 //! 4. The provider hashing of the indexer against `unzip -p | sha256sum`, and its memory.
 //! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
 //! 6. The deployed stack's DynamoDB and S3 calls per API request, counted at moto.
@@ -15,7 +17,7 @@
 //! 8. Bulk publishing on the deployed stack: events/s of the indexer function over counts
 //!    of one module's versions (`--bulk-10k` adds 10,000).
 //!
-//! `--only=api|scale|hashing|coldstart|cost|signin|bulk` runs one part (into the quick
+//! `--only=api|scale|index|hashing|coldstart|cost|signin|bulk` runs one part (into the quick
 //! report).
 
 use std::fmt::Write as _;
@@ -32,6 +34,7 @@ use tfreg_e2e::{provider_release, publish, tar_gz, Gpg, Server, TempDir};
 mod answers;
 mod api;
 mod bulk;
+mod first_index;
 mod parts;
 mod scale;
 
@@ -57,9 +60,10 @@ fn main() {
         targets: Vec::new(),
     };
     let started = Instant::now();
-    let parts: [(&str, Part); 7] = [
+    let parts: [(&str, Part); 8] = [
         ("api", Bench::api),
         ("scale", Bench::scale),
+        ("index", Bench::large_index),
         ("hashing", Bench::hashing),
         ("coldstart", Bench::cold_start),
         ("cost", Bench::request_cost),

@@ -1,29 +1,21 @@
-//! Keeps the index in step with the data directory. Filesystem notifications (`notify`)
-//! bring changes within a fraction of a second; a periodic rescan is the safety net for
-//! filesystems and situations where notifications are lost. Each change becomes the same
-//! "key K changed" hint an S3 event notification gives the indexer Lambda.
-//!
-//! Keys are indexed concurrently, at most [`WatchOptions::concurrency`] at a time, each on
-//! its own task: a slow file (a large package, or a hostile one running into its limits)
-//! never holds up another, and the server answers from what is indexed meanwhile. A key
-//! that changes while it is being indexed is indexed again when that run ends.
-//!
-//! With [`Persistence`], the index is saved whenever the watcher has been idle for a moment
-//! after a change ([`crate::snapshot`]), and a start from a saved index indexes only what
-//! changed since.
+//! The watcher's loop: notices gathered for a moment (a burst of writes to one file is
+//! indexed once) while indexing tasks keep being joined and started, so gathering never
+//! holds up indexing; rescans; documents made once per subject per batch; the index saved
+//! when idle.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, EventKind, MetadataKind, ModifyKind};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tfreg_core::store::ObjectMeta;
 use tfreg_core::{IndexOutcome, Indexer, StoreError};
 use tokio::sync::{mpsc, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 
+use super::events::Notice;
+use super::progress::Progress;
+use super::WatchOptions;
 use crate::fs_store::FsArtifactStore;
 use crate::metadata::LocalMetadataStore;
 use crate::snapshot::Snapshot;
@@ -34,173 +26,31 @@ const SAVE_AFTER: Duration = Duration::from_secs(2);
 /// How often modules indexed meanwhile are listed while a batch of files is indexed.
 const LIST_EVERY: Duration = Duration::from_secs(2);
 
-/// Where the watcher keeps the index between runs.
-pub struct Persistence {
-    /// Where the index is saved.
-    pub snapshot: Snapshot,
-    /// The index it saves.
-    pub metadata: Arc<LocalMetadataStore>,
-    /// The files as the restored index knows them (empty without a saved index).
-    pub known: HashMap<String, ObjectMeta>,
+/// Notices gathered since the last were settled, until a deadline set by the first.
+#[derive(Default)]
+struct Gathered {
+    paths: Vec<PathBuf>,
+    rescan: bool,
+    until: Option<tokio::time::Instant>,
 }
 
-/// How the watcher finds and indexes changes.
-#[derive(Debug, Clone)]
-pub struct WatchOptions {
-    /// How often the whole directory is compared with the index.
-    pub rescan_interval: Duration,
-    /// How long to gather notifications before indexing them, so a burst of writes to one
-    /// file is indexed once.
-    pub debounce: Duration,
-    /// How many keys are indexed at once.
-    pub concurrency: usize,
-}
-
-impl Default for WatchOptions {
-    fn default() -> Self {
-        Self {
-            rescan_interval: Duration::from_secs(10),
-            debounce: Duration::from_millis(150),
-            concurrency: 8,
+impl Gathered {
+    fn add(&mut self, notice: Notice, debounce: Duration) {
+        match notice {
+            Notice::Paths(paths) => self.paths.extend(paths),
+            Notice::Rescan => self.rescan = true,
         }
+        self.until
+            .get_or_insert_with(|| tokio::time::Instant::now() + debounce);
     }
 }
 
-/// Runs until dropped.
-pub struct DataDirWatcher {
-    task: JoinHandle<()>,
-    first_index: watch::Receiver<bool>,
-}
-
-impl Drop for DataDirWatcher {
-    fn drop(&mut self) {
-        self.task.abort();
+/// Sleeps until `at` (never returns without one: the branch is disabled then).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
-}
-
-impl DataDirWatcher {
-    /// Lists the data directory and starts indexing it in the background, then keeps
-    /// watching it. Returns at once: [`DataDirWatcher::first_index_done`] tells when every
-    /// file found at start has been indexed.
-    pub fn start(
-        store: Arc<FsArtifactStore>,
-        indexer: Arc<Indexer>,
-        options: WatchOptions,
-    ) -> Self {
-        Self::start_with(store, indexer, options, None)
-    }
-
-    /// As [`DataDirWatcher::start`], from a restored index and saving it as it changes.
-    ///
-    /// Returns at once: setting up notifications and the first scan (one `stat` per file,
-    /// which over tens of thousands of files takes a second or more) run in the background
-    /// too, so a server restored from a saved index can answer from it meanwhile.
-    /// Needs a Tokio runtime; a scan that fails is logged and retried at the next rescan.
-    pub fn start_with(
-        store: Arc<FsArtifactStore>,
-        indexer: Arc<Indexer>,
-        options: WatchOptions,
-        persistence: Option<Persistence>,
-    ) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (first_done, first_index) = watch::channel(false);
-        let (known, saving) = match persistence {
-            Some(p) => (p.known, Some((p.snapshot, p.metadata))),
-            None => (HashMap::new(), None),
-        };
-        let root = store.root().to_path_buf();
-        let mut sync = Sync {
-            store,
-            indexer,
-            concurrency: options.concurrency.max(1),
-            known,
-            saving,
-            changed_at: None,
-            saved_once: false,
-            listed_at: Instant::now(),
-            failed: BTreeSet::new(),
-            queue: VecDeque::new(),
-            queued: HashSet::new(),
-            running: HashSet::new(),
-            again: HashSet::new(),
-            tasks: JoinSet::new(),
-            first_done: Some(first_done),
-            progress: Progress::default(),
-        };
-        let rescan_interval = options.rescan_interval;
-        let task = tokio::spawn(async move {
-            // Notifications start before the first scan, so nothing written during it is
-            // missed. Watching a tree walks it: off the request threads.
-            let notify = tokio::task::spawn_blocking(move || start_notify(&root, tx)).await;
-            let _notify = match notify {
-                Ok(Ok(watcher)) => Some(watcher),
-                Ok(Err(e)) => {
-                    tracing::warn!(
-                        error = %e,
-                        "file notifications are unavailable; changes are picked up by rescans every {}s",
-                        rescan_interval.as_secs()
-                    );
-                    None
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "starting file notifications stopped; relying on rescans");
-                    None
-                }
-            };
-            if let Err(e) = sync.rescan().await {
-                tracing::error!(error = %e, "could not scan the data directory; retrying at the next rescan");
-            }
-            let total = sync.queue.len();
-            if total > 0 {
-                tracing::info!("indexing {total} files in the background");
-            }
-            sync.progress.start(total);
-            // Held until the watcher stops: dropping it ends notifications.
-            sync.run(rx, options).await;
-        });
-        Self { task, first_index }
-    }
-
-    /// What turns true once every file present at start has been indexed (for a task of
-    /// its own to wait on).
-    pub fn first_index_signal(&self) -> watch::Receiver<bool> {
-        self.first_index.clone()
-    }
-
-    /// Waits until every file present at start has been indexed.
-    pub async fn first_index_done(&self) {
-        let mut done = self.first_index.clone();
-        let _ = done.wait_for(|done| *done).await;
-    }
-}
-
-fn start_notify(
-    root: &Path,
-    tx: mpsc::UnboundedSender<notify::Result<notify::Event>>,
-) -> notify::Result<RecommendedWatcher> {
-    let config = notify::Config::default().with_follow_symlinks(false);
-    let mut watcher = RecommendedWatcher::new(
-        move |event| {
-            // The receiver only goes away when the watcher is being dropped.
-            let _ = tx.send(event);
-        },
-        config,
-    )?;
-    watcher.watch(root, RecursiveMode::Recursive)?;
-    Ok(watcher)
-}
-
-/// Events that cannot change what a key holds: reads (including our own downloads) and
-/// access-time updates.
-fn is_read_only(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::Access(
-            AccessKind::Open(_)
-                | AccessKind::Read
-                | AccessKind::Close(notify::event::AccessMode::Read)
-        ) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime))
-    )
 }
 
 /// What one indexing task reports back.
@@ -210,51 +60,7 @@ struct Indexed {
     meta: Result<Option<ObjectMeta>, StoreError>,
 }
 
-/// Progress of a large batch, logged every few seconds.
-#[derive(Default)]
-struct Progress {
-    total: usize,
-    done: usize,
-    started: Option<Instant>,
-    last_report: Option<Instant>,
-}
-
-impl Progress {
-    fn start(&mut self, total: usize) {
-        *self = Progress {
-            total,
-            started: Some(Instant::now()),
-            last_report: Some(Instant::now()),
-            ..Progress::default()
-        };
-    }
-
-    fn step(&mut self, left: usize) {
-        self.done += 1;
-        let total = self.total.max(self.done + left);
-        let due = self
-            .last_report
-            .is_some_and(|at| at.elapsed() >= Duration::from_secs(2));
-        if due && left > 0 {
-            tracing::info!("indexing the data directory: {}/{total} files", self.done);
-            self.last_report = Some(Instant::now());
-        }
-        if left == 0 {
-            if let Some(started) = self.started.take() {
-                if started.elapsed() >= Duration::from_secs(2) {
-                    tracing::info!(
-                        "indexed {} files in {:.1}s",
-                        self.done,
-                        started.elapsed().as_secs_f64()
-                    );
-                }
-            }
-            *self = Progress::default();
-        }
-    }
-}
-
-struct Sync {
+pub(super) struct Sync {
     store: Arc<FsArtifactStore>,
     indexer: Arc<Indexer>,
     concurrency: usize,
@@ -280,35 +86,91 @@ struct Sync {
     saved_once: bool,
     /// When the indexer's deferred listings were last made.
     listed_at: Instant,
+    /// Every path that reached the loop, for tests.
+    #[cfg(test)]
+    pub(super) noticed: Arc<std::sync::Mutex<Vec<PathBuf>>>,
 }
 
 impl Sync {
-    async fn run(
+    pub(super) fn new(
+        store: Arc<FsArtifactStore>,
+        indexer: Arc<Indexer>,
+        concurrency: usize,
+        persistence: Option<super::Persistence>,
+        first_done: watch::Sender<bool>,
+    ) -> Self {
+        // A server's watcher (one that saves the index) says how far a batch is in its
+        // state folder too.
+        let (known, saving, progress) = match persistence {
+            Some(p) => (
+                p.known,
+                Some((p.snapshot, p.metadata)),
+                Progress::kept_in(store.root()),
+            ),
+            None => (HashMap::new(), None, Progress::default()),
+        };
+        Self {
+            store,
+            indexer,
+            concurrency: concurrency.max(1),
+            known,
+            saving,
+            changed_at: None,
+            saved_once: false,
+            listed_at: Instant::now(),
+            failed: BTreeSet::new(),
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            running: HashSet::new(),
+            again: HashSet::new(),
+            tasks: JoinSet::new(),
+            first_done: Some(first_done),
+            progress,
+            #[cfg(test)]
+            noticed: Default::default(),
+        }
+    }
+
+    /// Scans the data directory at start and counts what it queued.
+    pub(super) async fn first_scan(&mut self) {
+        if let Err(e) = self.rescan().await {
+            tracing::error!(error = %e, "could not scan the data directory; retrying at the next rescan");
+        }
+        let total = self.queue.len();
+        if total > 0 {
+            tracing::info!("indexing {total} files in the background");
+        }
+        self.progress.start(total);
+    }
+
+    pub(super) async fn run(
         mut self,
-        mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+        mut rx: mpsc::UnboundedReceiver<Notice>,
         options: WatchOptions,
     ) {
         let mut rescan = tokio::time::interval(options.rescan_interval);
         rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         rescan.tick().await; // the first tick is immediate; start() just scanned
+        let mut gathered = Gathered::default();
         self.pump();
         self.list_modules().await;
         loop {
+            let settle_at = gathered.until;
             tokio::select! {
-                first = rx.recv() => {
-                    let Some(first) = first else { return };
-                    let mut paths = Vec::new();
-                    let mut full_rescan = false;
-                    collect(first, &mut paths, &mut full_rescan);
-                    // Gather the rest of the burst.
-                    let deadline = tokio::time::Instant::now() + options.debounce;
-                    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, rx.recv()).await {
-                        collect(event, &mut paths, &mut full_rescan);
+                notice = rx.recv() => {
+                    let Some(notice) = notice else { return };
+                    #[cfg(test)]
+                    if let Notice::Paths(paths) = &notice {
+                        self.noticed.lock().unwrap().extend(paths.iter().cloned());
                     }
-                    let result = if full_rescan {
-                        self.rescan().await
-                    } else {
-                        self.settle_paths(paths).await
+                    gathered.add(notice, options.debounce);
+                }
+                // The burst is over: index what it touched.
+                _ = sleep_until(settle_at), if settle_at.is_some() => {
+                    let Gathered { paths, rescan, .. } = std::mem::take(&mut gathered);
+                    let result = match rescan {
+                        true => self.rescan().await,
+                        false => self.settle_paths(paths).await,
                     };
                     if let Err(e) = result {
                         tracing::error!(error = %e, "could not index changes in the data directory");
@@ -451,7 +313,7 @@ impl Sync {
                 self.queue.push_back(key);
             }
         }
-        if self.progress.started.is_none() && self.queue.len() > 1 {
+        if !self.progress.running() && self.queue.len() > 1 {
             self.progress.start(self.queue.len() + self.running.len());
         }
     }
@@ -538,18 +400,5 @@ impl Sync {
             self.enqueue([key]);
         }
         self.progress.step(self.queue.len() + self.running.len());
-    }
-}
-
-fn collect(event: notify::Result<notify::Event>, paths: &mut Vec<PathBuf>, full: &mut bool) {
-    match event {
-        Ok(event) if is_read_only(&event.kind) => {}
-        // The kernel dropped events (queue overflow) or asks for a rescan.
-        Ok(event) if event.need_rescan() => *full = true,
-        Ok(event) => paths.extend(event.paths),
-        Err(e) => {
-            tracing::warn!(error = %e, "file notification error; rescanning");
-            *full = true;
-        }
     }
 }
