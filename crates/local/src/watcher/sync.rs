@@ -176,7 +176,9 @@ impl Sync {
                         tracing::error!(error = %e, "could not index changes in the data directory");
                     }
                 }
-                _ = rescan.tick() => {
+                // The safety net waits for a batch to end: a rescan meanwhile walks every
+                // file again, and would index again every key being indexed.
+                _ = rescan.tick(), if self.queue.is_empty() && self.tasks.is_empty() => {
                     if let Err(e) = self.rescan().await {
                         tracing::error!(error = %e, "could not rescan the data directory");
                     }

@@ -67,6 +67,10 @@ impl Bench {
                 run.failed,
                 run.dead_lettered
             );
+            // Why invocations failed (each was delivered again): the first few, in words.
+            for error in delivery.failed.iter().take(3) {
+                println!("   a failed invocation: {error}");
+            }
             runs.push(run);
         }
         let per_event = |run: &Run| run.seconds / run.versions as f64;
