@@ -10,13 +10,13 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::{IndexOutcome, Indexer};
 
 use crate::settings::IndexerSettings;
+use crate::{configure, error_chain, event_keys, init_tracing, Error, Stores};
 
 /// How many times the documents of an event are tried (each subject with its own retries)
 /// before the invocation fails.
 const FLUSH_ROUNDS: u32 = 3;
 /// The pause before the second round (growing after).
 const ROUND_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
-use crate::{configure, error_chain, event_keys, init_tracing, Error, Stores};
 
 /// Why an S3 event could not be indexed, in words (Lambda shows it as the invocation's
 /// error, retries the event, and parks it in the dead-letter queue in the end).
