@@ -1,8 +1,8 @@
 //! The module read API beyond the protocol: details, `latest`, listings and search. A
-//! version's details read the module's versions document and its namespace's listing at
-//! once, then the version's own records; a
-//! listing or a search reads one listing partition ([`partition::MODULES`] or
-//! [`partition::namespace_modules`]), filtered by the token's scope before it is paged.
+//! version's details read the module's versions document and the catalogue at once, then
+//! the version's own records; a listing or a search reads the catalogue
+//! ([`super::catalogue`], made from [`partition::MODULES`] once per change of the listing),
+//! filtered by the token's scope before it is paged.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
