@@ -81,6 +81,17 @@ fn published_bytes_are_what_terraform_gets_whatever_is_copied_over_them() {
     let mut server = Server::start(data.path(), &["--hostname", HOST]);
     let first = install(&server, None);
     assert!(first.module_file("net", "main.tf").contains("original"));
+    // What was served is durable and in place: a pin and a kept copy under its own name for
+    // the module, the package, SHA256SUMS and its signature; none waits under a temporary
+    // name (they are committed a batch at a time, before the documents that serve them).
+    for folder in ["pins", "kept"] {
+        let names: Vec<String> = std::fs::read_dir(data.path().join(".tfreg").join(folder))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 4, "{folder}: {names:?}");
+        assert!(names.iter().all(|n| !n.starts_with('.')), "{folder}: {names:?}");
+    }
     let lock = std::fs::read_to_string(first.dir.path().join(".terraform.lock.hcl")).unwrap();
 
     // when different bytes are written over the module, the package and SHA256SUMS,

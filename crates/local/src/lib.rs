@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod commits;
 pub mod fs_store;
 pub mod grants;
 pub mod metadata;
@@ -12,6 +13,7 @@ pub mod state;
 pub mod tokens;
 pub mod watcher;
 
+pub use commits::Commits;
 pub use fs_store::FsArtifactStore;
 pub use grants::FileGrantStore;
 pub use metadata::LocalMetadataStore;

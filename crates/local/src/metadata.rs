@@ -5,12 +5,14 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::store::{partition, Document, Expected, PinRecord, Record, RecordId};
 use tfreg_core::{MetadataReader, MetadataStore, StoreError};
 
+use crate::commits::Commits;
 use crate::fs_store::STATE_DIR_NAME;
 
 /// The folder, in the state folder, that holds the pins.
@@ -26,9 +28,27 @@ pub struct LocalMetadataStore {
     /// False for readers that must not change the state (`tfreg status`): pins are read at
     /// open, and new ones live in memory only.
     persist: bool,
+    /// Where new pin files wait to be made durable a batch at a time; without it, each is
+    /// synced as it is written.
+    commits: Option<Arc<Commits>>,
 }
 
 impl LocalMetadataStore {
+    /// New pins are staged in `commits` rather than synced one by one: whoever serves what
+    /// this index holds commits them first ([`Commits`]).
+    pub fn with_commits(mut self, commits: Arc<Commits>) -> Self {
+        self.commits = Some(commits);
+        self
+    }
+
+    /// Writes a pin's file, staged or synced.
+    async fn write_pin(&self, pin: &PinRecord) -> Result<(), StoreError> {
+        let (dir, pin, commits) = (self.dir.clone(), pin.clone(), self.commits.clone());
+        tokio::task::spawn_blocking(move || write_pin(&dir, &pin, commits.as_deref()))
+            .await
+            .map_err(|e| StoreError::with_source("writing a pin stopped", e))?
+    }
+
     /// Changes whenever the index does ([`MemoryMetadataStore::generation`]).
     pub fn generation(&self) -> u64 {
         self.memory.generation()
@@ -79,6 +99,7 @@ impl LocalMetadataStore {
             memory,
             dir,
             persist,
+            commits: None,
         };
         for pin in store.load()? {
             store.memory.insert(Record::Pin(pin))?;
@@ -119,8 +140,9 @@ fn path_of(dir: &Path, slot: &str) -> PathBuf {
     dir.join(format!("{name}.json"))
 }
 
-/// Writes a pin under a temporary name, syncs it, then renames it into place. Blocking.
-fn write_pin(dir: &Path, pin: &PinRecord) -> Result<(), StoreError> {
+/// Writes a pin under a temporary name, syncs it, then renames it into place; or, with
+/// group commits, stages it for the batch's commit to sync and rename. Blocking.
+fn write_pin(dir: &Path, pin: &PinRecord, commits: Option<&Commits>) -> Result<(), StoreError> {
     let path = path_of(dir, &RecordId::pin(&pin.slot).sort);
     let failed =
         |e: std::io::Error| StoreError::with_source(format!("cannot write {}", path.display()), e);
@@ -129,6 +151,10 @@ fn write_pin(dir: &Path, pin: &PinRecord) -> Result<(), StoreError> {
     let json = serde_json::to_vec_pretty(pin)
         .map_err(|e| StoreError::with_source("cannot encode a pin", e))?;
     file.write_all(&json).map_err(failed)?;
+    if let Some(commits) = commits {
+        commits.stage(file.into_temp_path(), path);
+        return Ok(());
+    }
     file.as_file().sync_all().map_err(failed)?;
     file.persist(&path).map_err(|e| failed(e.error))?;
     if let Ok(dir) = std::fs::File::open(dir) {
@@ -183,10 +209,7 @@ impl MetadataReader for LocalMetadataStore {
 impl MetadataStore for LocalMetadataStore {
     async fn put(&self, record: Record) -> Result<(), StoreError> {
         if let (Record::Pin(pin), true) = (&record, self.persist) {
-            let (dir, pin) = (self.dir.clone(), pin.clone());
-            tokio::task::spawn_blocking(move || write_pin(&dir, &pin))
-                .await
-                .map_err(|e| StoreError::with_source("writing a pin stopped", e))??;
+            self.write_pin(pin).await?;
         }
         self.memory.put(record).await
     }
@@ -197,12 +220,7 @@ impl MetadataStore for LocalMetadataStore {
             return Ok(false);
         }
         if let (Record::Pin(pin), true) = (&record, self.persist) {
-            let (dir, pin) = (self.dir.clone(), pin.clone());
-            let written = tokio::task::spawn_blocking(move || write_pin(&dir, &pin))
-                .await
-                .map_err(|e| StoreError::with_source("writing a pin stopped", e))
-                .and_then(|r| r);
-            if let Err(e) = written {
+            if let Err(e) = self.write_pin(pin).await {
                 self.memory.delete(&record.id()).await?;
                 return Err(e);
             }
@@ -213,6 +231,9 @@ impl MetadataStore for LocalMetadataStore {
     async fn delete(&self, id: &RecordId) -> Result<(), StoreError> {
         if id.partition == partition::PINS && self.persist {
             let path = path_of(&self.dir, &id.sort);
+            if let Some(commits) = &self.commits {
+                commits.unstage(&path);
+            }
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -303,6 +324,48 @@ mod tests {
         let reopened = LocalMetadataStore::open(data.path(), true).unwrap();
         let records = reopened.scan().await.unwrap();
         assert_eq!(records, vec![Record::Pin(pin("module/a/b/c/1.0.0", "aa"))]);
+    }
+
+    #[tokio::test]
+    async fn with_group_commits_a_pin_lasts_once_committed_and_an_uncommitted_one_leaves_no_trace(
+    ) {
+        let data = tempfile::tempdir().unwrap();
+        let commits = Arc::new(Commits::new(data.path().to_path_buf()));
+        let store = LocalMetadataStore::open(data.path(), true)
+            .unwrap()
+            .with_commits(commits.clone());
+        let (a, b, c) = (
+            pin("module/a/b/c/1.0.0", "aa"),
+            pin("module/a/b/c/2.0.0", "bb"),
+            pin("module/a/b/c/3.0.0", "cc"),
+        );
+        assert!(store.put_new(Record::Pin(a.clone())).await.unwrap());
+        assert!(!store.put_new(Record::Pin(a.clone())).await.unwrap());
+        store.put(Record::Pin(b.clone())).await.unwrap();
+        store
+            .delete(&RecordId::pin("module/a/b/c/2.0.0"))
+            .await
+            .unwrap();
+        // Staged, not committed: what a crash now would leave is a start without them,
+        // never a pin file that cannot be read (nothing was served from them yet).
+        assert_eq!(commits.len(), 1);
+        assert!(LocalMetadataStore::open(data.path(), true)
+            .unwrap()
+            .scan()
+            .await
+            .unwrap()
+            .is_empty());
+
+        assert_eq!(commits.commit().unwrap().files, 1);
+        store.put(Record::Pin(c.clone())).await.unwrap();
+        let reopened = LocalMetadataStore::open(data.path(), true).unwrap();
+        assert_eq!(reopened.scan().await.unwrap(), vec![Record::Pin(a.clone())]);
+        commits.commit().unwrap();
+        let reopened = LocalMetadataStore::open(data.path(), true).unwrap();
+        assert_eq!(
+            reopened.scan().await.unwrap(),
+            vec![Record::Pin(a), Record::Pin(c)]
+        );
     }
 
     #[tokio::test]

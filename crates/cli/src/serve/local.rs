@@ -10,8 +10,8 @@ use tfreg_core::signing::UrlSigner;
 use tfreg_core::tokens::TokenStore;
 use tfreg_core::{Downloads, Hostname, Indexer, Registry};
 use tfreg_local::{
-    DataDirWatcher, FileTokenStore, FsArtifactStore, LocalMetadataStore, Persistence, Snapshot,
-    StateDir, WatchOptions,
+    Commits, DataDirWatcher, FileTokenStore, FsArtifactStore, LocalMetadataStore, Persistence,
+    Snapshot, StateDir, WatchOptions,
 };
 use tokio::sync::watch;
 
@@ -57,9 +57,13 @@ pub async fn start(
     rescan_interval: Duration,
     started: Instant,
 ) -> anyhow::Result<Started> {
-    let artifacts = Arc::new(FsArtifactStore::new(data.to_path_buf()));
+    // Pins and kept bytes are made durable a batch at a time, by the watcher, before the
+    // documents that serve them.
+    let commits = Arc::new(Commits::new(data.to_path_buf()));
+    let artifacts =
+        Arc::new(FsArtifactStore::new(data.to_path_buf()).with_commits(commits.clone()));
     let downloads = Downloads::served(signer.clone(), artifacts.clone());
-    let metadata = Arc::new(LocalMetadataStore::open(data, true)?);
+    let metadata = Arc::new(LocalMetadataStore::open(data, true)?.with_commits(commits));
     let indexer = Arc::new(
         Indexer::new(metadata.clone(), artifacts.clone())
             .with_hostname(Some(hostname.clone()))

@@ -26,7 +26,8 @@ impl FsArtifactStore {
 
     /// Copies the file at `key`, if it is still at `revision` and its bytes are those of
     /// `sha256`, into the state folder: written under a temporary name, synced, then renamed,
-    /// so a kept copy is always whole. Blocking.
+    /// so a kept copy is always whole. With group commits, the copy is staged instead and
+    /// the batch's commit syncs and renames it. Blocking.
     pub(super) fn keep_blocking(
         &self,
         key: &str,
@@ -36,7 +37,8 @@ impl FsArtifactStore {
         use sha2::Digest;
         use std::io::{Read, Write};
         let target = self.kept_path(key, revision);
-        if target.is_file() {
+        let staged = |t: &std::path::Path| self.commits.as_ref().is_some_and(|c| c.is_staged(t));
+        if target.is_file() || staged(&target) {
             return Ok(Kept::Yes);
         }
         let Some((mut file, meta)) = self.open_blocking(key)? else {
@@ -63,6 +65,11 @@ impl FsArtifactStore {
         if left > 0 || hex::encode(hasher.finalize()) != sha256 {
             return Ok(Kept::Changed);
         }
+        if let Some(commits) = &self.commits {
+            // Made durable with its batch, before anything serves it.
+            commits.stage(copy.into_temp_path(), target);
+            return Ok(Kept::Yes);
+        }
         copy.as_file().sync_all()?;
         copy.persist(&target).map_err(|e| e.error)?;
         if let Ok(dir) = std::fs::File::open(folder) {
@@ -87,9 +94,26 @@ impl FsArtifactStore {
             return Ok(None);
         }
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd = match rustix::fs::open(self.kept_path(key, revision), flags, Mode::empty()) {
+        let target = self.kept_path(key, revision);
+        let fd = match rustix::fs::open(&target, flags, Mode::empty()) {
             Ok(fd) => fd,
-            Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
+            Err(Errno::NOENT) => {
+                // Kept in this batch: read from where it waits for its commit (or, when
+                // the commit renamed it meanwhile, from its place).
+                let staged = match &self.commits {
+                    Some(commits) => commits.open_staged(&target)?,
+                    None => None,
+                };
+                match staged {
+                    Some(file) => std::os::fd::OwnedFd::from(file),
+                    None => match rustix::fs::open(&target, flags, Mode::empty()) {
+                        Ok(fd) => fd,
+                        Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
+                        Err(e) => return Err(errno(e)),
+                    },
+                }
+            }
+            Err(Errno::LOOP) => return Ok(None),
             Err(e) => return Err(errno(e)),
         };
         let stat = rustix::fs::fstat(&fd).map_err(errno)?;

@@ -17,12 +17,15 @@ mod writer;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use rustix::fs::Stat;
 use rustix::io::Errno;
 use tfreg_core::store::{Kept, ObjectBody, ObjectMeta};
 use tfreg_core::{ArtifactStore, StoreError};
+
+use crate::commits::Commits;
 
 /// The folder, under the data directory, that holds the server's own state. Never published.
 pub const STATE_DIR_NAME: &str = ".tfreg";
@@ -42,6 +45,9 @@ const STATE_LINK: &str =
 #[derive(Debug, Clone)]
 pub struct FsArtifactStore {
     root: PathBuf,
+    /// Where kept copies wait to be made durable a batch at a time; without it, each is
+    /// synced as it is written.
+    commits: Option<Arc<Commits>>,
 }
 
 /// What lies at a key's path, looked up without following links.
@@ -90,7 +96,33 @@ fn errno(e: Errno) -> io::Error {
 impl FsArtifactStore {
     /// `root` should be absolute (canonical), so paths from the watcher map back to keys.
     pub fn new(root: PathBuf) -> Self {
-        Self { root }
+        Self {
+            root,
+            commits: None,
+        }
+    }
+
+    /// Kept copies are staged in `commits` rather than synced one by one: whoever serves
+    /// what this store indexes commits them first ([`Commits`]).
+    pub fn with_commits(mut self, commits: Arc<Commits>) -> Self {
+        self.commits = Some(commits);
+        self
+    }
+
+    /// Makes every staged file durable (see [`Commits::commit`]); nothing to do without
+    /// group commits.
+    pub async fn commit(&self) -> Result<usize, StoreError> {
+        let Some(commits) = self.commits.clone() else {
+            return Ok(0);
+        };
+        if commits.is_empty() {
+            return Ok(0);
+        }
+        tokio::task::spawn_blocking(move || commits.commit())
+            .await
+            .map_err(|e| StoreError::with_source("a commit stopped", e))?
+            .map(|c| c.files)
+            .map_err(|e| StoreError::with_source("cannot make published files durable", e))
     }
 
     /// The data directory: the folder keys are relative to.

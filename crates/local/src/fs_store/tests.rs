@@ -38,6 +38,42 @@ async fn the_data_directory_keeps_the_storage_contract() {
     contract::artifact_store(&s, &s).await;
 }
 
+#[tokio::test]
+async fn with_group_commits_kept_bytes_read_while_staged_and_land_at_the_commit() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let commits = std::sync::Arc::new(crate::Commits::new(dir.path().to_path_buf()));
+    let s = store(dir.path()).with_commits(commits.clone());
+    contract::artifact_store(&s, &s).await;
+    assert!(!commits.is_empty(), "the contract's kept copies are staged");
+    assert!(s.commit().await.unwrap() > 0);
+    assert!(commits.is_empty());
+
+    // Staged, the copy already serves its revision after a rewrite; committed, it is a
+    // file of its own under the kept folder, with no temporary file beside it.
+    let key = "modules/a/b/c/1.0.0.zip";
+    s.upload(key, b"original").await;
+    let first = s.head(key).await.unwrap().unwrap().revision;
+    let sha = hex::encode(sha2::Sha256::digest(b"original"));
+    assert_eq!(s.keep(key, &first, &sha).await.unwrap(), Kept::Yes);
+    assert_eq!(s.keep(key, &first, &sha).await.unwrap(), Kept::Yes);
+    assert_eq!(commits.len(), 1);
+    s.upload(key, b"changed!").await;
+    let read = |s: FsArtifactStore, revision: String| async move {
+        let mut body = s.open_revision(key, &revision).await.unwrap().unwrap();
+        let mut content = Vec::new();
+        body.reader.read_to_end(&mut content).await.unwrap();
+        content
+    };
+    assert_eq!(read(s.clone(), first.clone()).await, b"original");
+    assert_eq!(s.commit().await.unwrap(), 1);
+    assert_eq!(read(s.clone(), first.clone()).await, b"original");
+    let kept = dir.path().join(".tfreg").join("kept");
+    assert!(std::fs::read_dir(&kept)
+        .unwrap()
+        .all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('.')));
+}
+
 #[test]
 fn keys_cannot_escape_the_root_or_reach_state() {
     let s = store(Path::new("/data"));

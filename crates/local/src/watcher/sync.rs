@@ -214,7 +214,7 @@ impl Sync {
             return;
         }
         // The documents saved must be those of the records saved: none may wait.
-        if let Err(e) = self.indexer.flush_documents().await {
+        if let Err(e) = self.flush_documents().await {
             return tracing::warn!(error = %e, "could not save the index");
         }
         self.changed_at = None;
@@ -345,6 +345,13 @@ impl Sync {
         }
     }
 
+    /// Makes the pins and kept bytes of what was indexed durable (one group commit, when the
+    /// store stages them), then its documents: nothing is served before it is durable.
+    async fn flush_documents(&self) -> Result<usize, StoreError> {
+        self.store.commit().await?;
+        self.indexer.flush_documents().await
+    }
+
     /// Makes the documents (and module listings) of what was indexed since the last time
     /// (the indexer defers them, so a module of N versions is made again once per batch,
     /// not N times): every [`LIST_EVERY`] while a batch runs, and when it ends. Then tells
@@ -353,7 +360,7 @@ impl Sync {
         let idle = self.queue.is_empty() && self.tasks.is_empty();
         if idle || self.listed_at.elapsed() >= LIST_EVERY {
             self.listed_at = Instant::now();
-            match self.indexer.flush_documents().await {
+            match self.flush_documents().await {
                 Ok(0) => {}
                 Ok(_) => self.changed_at = Some(Instant::now()),
                 Err(e) => {
