@@ -90,7 +90,10 @@ fn published_bytes_are_what_terraform_gets_whatever_is_copied_over_them() {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names.len(), 4, "{folder}: {names:?}");
-        assert!(names.iter().all(|n| !n.starts_with('.')), "{folder}: {names:?}");
+        assert!(
+            names.iter().all(|n| !n.starts_with('.')),
+            "{folder}: {names:?}"
+        );
     }
     let lock = std::fs::read_to_string(first.dir.path().join(".terraform.lock.hcl")).unwrap();
 

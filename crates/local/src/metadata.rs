@@ -327,8 +327,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn with_group_commits_a_pin_lasts_once_committed_and_an_uncommitted_one_leaves_no_trace(
-    ) {
+    async fn with_group_commits_a_pin_lasts_once_committed_and_an_uncommitted_one_leaves_no_trace()
+    {
         let data = tempfile::tempdir().unwrap();
         let commits = Arc::new(Commits::new(data.path().to_path_buf()));
         let store = LocalMetadataStore::open(data.path(), true)

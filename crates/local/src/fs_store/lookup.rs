@@ -12,6 +12,17 @@ use super::{
     errno, identity, meta_of, FsArtifactStore, Lookup, LINK, SPECIAL, STATE_DIR_NAME, STATE_LINK,
 };
 
+/// How a folder is opened to look a key up in it: only as a place (`O_PATH` on Linux), so
+/// the lookup raises no file-system notification for the watcher to wade through (opening
+/// a folder for reading does, on every folder of the path).
+fn walk_flags() -> OFlags {
+    #[cfg(target_os = "linux")]
+    let how = OFlags::PATH;
+    #[cfg(not(target_os = "linux"))]
+    let how = OFlags::RDONLY;
+    how | OFlags::DIRECTORY | OFlags::CLOEXEC
+}
+
 impl FsArtifactStore {
     /// Looks a key up one folder at a time from the root, never following a link. Blocking.
     pub(super) fn lookup(&self, key: &str) -> io::Result<Lookup> {
@@ -21,16 +32,27 @@ impl FsArtifactStore {
         let Some((last, folders)) = parts.split_last() else {
             return Ok(Lookup::Missing);
         };
-        let folder_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let mut dir = match rustix::fs::open(
-            &self.root,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let folder_flags = walk_flags() | OFlags::NOFOLLOW;
+        let mut dir = match rustix::fs::open(&self.root, walk_flags(), Mode::empty()) {
             Ok(dir) => dir,
             Err(Errno::NOENT) => return Ok(Lookup::Missing),
             Err(e) => return Err(errno(e)),
         };
+        // One call where the kernel can resolve the folders without following a link (and
+        // never leaving the root); the walk below, one folder at a time, where it cannot or
+        // to tell a link from a missing folder.
+        #[cfg(target_os = "linux")]
+        if !folders.is_empty() {
+            use rustix::fs::ResolveFlags;
+            let path = folders.join("/");
+            let resolve =
+                ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(&dir, &path, folder_flags, Mode::empty(), resolve) {
+                Ok(parent) => return self.lookup_in(parent, last),
+                Err(Errno::NOENT) => return Ok(Lookup::Missing),
+                Err(_) => {} // a link, a file for a folder, no openat2: walk
+            }
+        }
         for folder in folders {
             match rustix::fs::openat(&dir, *folder, folder_flags, Mode::empty()) {
                 Ok(next) => dir = next,
@@ -48,7 +70,12 @@ impl FsArtifactStore {
                 Err(e) => return Err(errno(e)),
             }
         }
-        let stat = match rustix::fs::statat(&dir, *last, AtFlags::SYMLINK_NOFOLLOW) {
+        self.lookup_in(dir, last)
+    }
+
+    /// Looks up the last part of a key in its folder `dir`. Blocking.
+    fn lookup_in(&self, dir: std::os::fd::OwnedFd, last: &str) -> io::Result<Lookup> {
+        let stat = match rustix::fs::statat(&dir, last, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => stat,
             Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Lookup::Missing),
             Err(e) => return Err(errno(e)),
@@ -62,7 +89,7 @@ impl FsArtifactStore {
             }
             FileType::RegularFile => Lookup::File {
                 parent: dir,
-                name: (*last).to_owned(),
+                name: last.to_owned(),
                 stat,
             },
             FileType::Directory => Lookup::Missing,

@@ -69,9 +69,11 @@ async fn with_group_commits_kept_bytes_read_while_staged_and_land_at_the_commit(
     assert_eq!(s.commit().await.unwrap(), 1);
     assert_eq!(read(s.clone(), first.clone()).await, b"original");
     let kept = dir.path().join(".tfreg").join("kept");
-    assert!(std::fs::read_dir(&kept)
+    assert!(std::fs::read_dir(&kept).unwrap().all(|e| !e
         .unwrap()
-        .all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('.')));
+        .file_name()
+        .to_string_lossy()
+        .starts_with('.')));
 }
 
 #[test]

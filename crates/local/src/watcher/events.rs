@@ -11,7 +11,7 @@ use notify::event::{AccessKind, AccessMode, EventKind, MetadataKind, ModifyKind}
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::fs_store::FsArtifactStore;
+use crate::fs_store::{FsArtifactStore, STATE_DIR_NAME};
 
 /// What reaches the loop: paths that may hold changed keys, or a call for a full rescan.
 #[derive(Debug, PartialEq, Eq)]
@@ -37,6 +37,11 @@ pub(super) fn start(
         config,
     )?;
     watcher.watch(&root, RecursiveMode::Recursive)?;
+    // The server's own folder need not be watched at all: where the backend watches each
+    // folder of the tree (inotify), its folders' watches are dropped, so writing kept bytes
+    // and pins raises no notification to sift. Elsewhere (or when it does not exist yet)
+    // this fails, and `sift` drops those notifications instead.
+    let _ = watcher.unwatch(&root.join(STATE_DIR_NAME));
     Ok(watcher)
 }
 

@@ -86,6 +86,8 @@ pub(super) struct Sync {
     saved_once: bool,
     /// When the indexer's deferred listings were last made.
     listed_at: Instant,
+    /// Notifications were lost while a batch ran: a rescan follows its end.
+    rescan_due: bool,
     /// Every path that reached the loop, for tests.
     #[cfg(test)]
     pub(super) noticed: Arc<std::sync::Mutex<Vec<PathBuf>>>,
@@ -118,6 +120,7 @@ impl Sync {
             changed_at: None,
             saved_once: false,
             listed_at: Instant::now(),
+            rescan_due: false,
             failed: BTreeSet::new(),
             queue: VecDeque::new(),
             queued: HashSet::new(),
@@ -168,7 +171,16 @@ impl Sync {
                 // The burst is over: index what it touched.
                 _ = sleep_until(settle_at), if settle_at.is_some() => {
                     let Gathered { paths, rescan, .. } = std::mem::take(&mut gathered);
+                    let busy = !(self.queue.is_empty() && self.tasks.is_empty());
                     let result = match rescan {
+                        // Notifications were lost (the kernel's queue overflowed, as a
+                        // large first index can make it): every file is looked at again
+                        // once the batch is done; a walk meanwhile would find mostly the
+                        // keys already queued.
+                        true if busy => {
+                            self.rescan_due = true;
+                            self.settle_paths(paths).await
+                        }
                         true => self.rescan().await,
                         false => self.settle_paths(paths).await,
                     };
@@ -194,6 +206,13 @@ impl Sync {
             self.pump();
             self.list_modules().await;
             self.save_when_idle().await;
+            if self.rescan_due && self.queue.is_empty() && self.tasks.is_empty() {
+                self.rescan_due = false;
+                if let Err(e) = self.rescan().await {
+                    tracing::error!(error = %e, "could not rescan the data directory");
+                }
+                self.pump();
+            }
         }
     }
 
