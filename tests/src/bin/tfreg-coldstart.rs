@@ -12,6 +12,10 @@ use tfreg_e2e::{function_bin, RuntimeApi};
 
 const SECRET: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
 
+/// An identity document for the login function (it does not start without one): one CI
+/// rule, whose issuer is only asked for its keys when a CI token arrives.
+const IDENTITY: &str = r#"{"ci": [{"name": "infra-main", "issuer": "https://token.actions.githubusercontent.com", "audience": "https://registry.example.com", "claims": {"repository": "acme/infra"}, "namespaces": ["network"]}]}"#;
+
 fn cold_start(binary: &str) -> Duration {
     let api = RuntimeApi::start(vec![]);
     let started = Instant::now();
@@ -31,6 +35,7 @@ fn cold_start(binary: &str) -> Duration {
             ("TFREG_DOWNLOADS", "redirect"),
             ("TFREG_URL_SECRET", SECRET),
             ("TFREG_SESSION_SECRET", SECRET),
+            ("TFREG_IDENTITY", IDENTITY),
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
