@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 
 use super::answers::{Answer, Basis};
 use super::{
-    mirror_not_found, mirror_version_not_found, module_not_found, provider_not_found, Registry,
-    RegistryError,
+    mirror_not_found, mirror_version_not_found, module_not_found, provider_not_found,
+    provider_version_not_found, Registry, RegistryError,
 };
 use crate::documents::{
     self, MirrorVersionsDoc, ModuleVersionsDoc, ProviderVersionsDoc, ReleaseDoc,
@@ -251,8 +251,7 @@ impl Registry {
         platform: &Platform,
         origin: &Origin,
     ) -> Result<Arc<Answer>, RegistryError> {
-        let absent =
-            || RegistryError::NotFound(format!("provider {provider} has no version {version}"));
+        let absent = || provider_version_not_found(provider, version);
         if !access.allows(&provider.namespace) {
             return Err(absent());
         }

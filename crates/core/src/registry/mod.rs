@@ -189,8 +189,7 @@ impl Registry {
         version: &Version,
     ) -> Result<ModuleArchive, RegistryError> {
         // Out of the token's scope looks exactly like absent.
-        let absent =
-            || RegistryError::NotFound(format!("module {address} has no version {version}"));
+        let absent = || module_version_not_found(address, version);
         if !access.allows(&address.namespace) {
             return Err(absent());
         }
@@ -288,9 +287,7 @@ impl Registry {
         let release = self
             .served_release(access, provider, version)
             .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("provider {provider} has no version {version}"))
-            })?;
+            .ok_or_else(|| provider_version_not_found(provider, version))?;
         let window = self.downloads.window(SystemTime::now());
         self.download_of(&release, provider, version, platform, origin, window)
             .await
@@ -439,6 +436,14 @@ fn module_not_found(address: &ModuleAddress) -> RegistryError {
 
 fn provider_not_found(provider: &ProviderAddress) -> RegistryError {
     RegistryError::NotFound(format!("provider {provider} is not published here"))
+}
+
+fn module_version_not_found(address: &ModuleAddress, version: &Version) -> RegistryError {
+    RegistryError::NotFound(format!("module {address} has no version {version}"))
+}
+
+fn provider_version_not_found(provider: &ProviderAddress, version: &Version) -> RegistryError {
+    RegistryError::NotFound(format!("provider {provider} has no version {version}"))
 }
 
 fn mirror_not_found(hostname: &Hostname, provider: &ProviderAddress) -> RegistryError {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::catalogue::Catalogue;
 use super::page::Page;
-use super::{module_not_found, Registry, RegistryError};
+use super::{module_not_found, module_version_not_found, Registry, RegistryError};
 use crate::documents::ModuleVersionsDoc;
 use crate::names::{ModuleAddress, Namespace};
 use crate::protocol::details::{rfc3339, ModuleDetails, ModuleEntry, ModuleList};
@@ -271,9 +271,7 @@ impl Registry {
             None => latest_of(address, &doc)?,
         };
         if !doc.versions.contains_key(&version) {
-            return Err(RegistryError::NotFound(format!(
-                "module {address} has no version {version}"
-            )));
+            return Err(module_version_not_found(address, &version));
         }
         let archive = self.module_archive(access, address, &version).await?;
         let same_name = ModuleFilter {

@@ -3,7 +3,7 @@
 //! the publish time: when the release's SHA256SUMS was first served (its pin).
 
 use super::modules::latest_release;
-use super::{provider_not_found, Registry, RegistryError};
+use super::{provider_not_found, provider_version_not_found, Registry, RegistryError};
 use crate::layout::{Artifact, ReleaseFile};
 use crate::names::Namespace;
 use crate::names::ProviderAddress;
@@ -96,9 +96,7 @@ impl Registry {
         let release = self
             .served_release(access, provider, &version)
             .await?
-            .ok_or_else(|| {
-                RegistryError::NotFound(format!("provider {provider} has no version {version}"))
-            })?;
+            .ok_or_else(|| provider_version_not_found(provider, &version))?;
         let published_at = self.first_served(provider, &version).await?;
         Ok(ProviderDetails {
             id: format!("{provider}/{version}"),

@@ -37,8 +37,8 @@ impl FsArtifactStore {
         use sha2::Digest;
         use std::io::{Read, Write};
         let target = self.kept_path(key, revision);
-        let staged = |t: &std::path::Path| self.commits.as_ref().is_some_and(|c| c.is_staged(t));
-        if target.is_file() || staged(&target) {
+        let staged = self.commits.as_ref().is_some_and(|c| c.is_staged(&target));
+        if staged || target.is_file() {
             return Ok(Kept::Yes);
         }
         let Some((mut file, meta)) = self.open_blocking(key)? else {

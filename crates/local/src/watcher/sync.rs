@@ -171,7 +171,7 @@ impl Sync {
                 // The burst is over: index what it touched.
                 _ = sleep_until(settle_at), if settle_at.is_some() => {
                     let Gathered { paths, rescan, .. } = std::mem::take(&mut gathered);
-                    let busy = !(self.queue.is_empty() && self.tasks.is_empty());
+                    let busy = !self.idle();
                     let result = match rescan {
                         // Notifications were lost (the kernel's queue overflowed, as a
                         // large first index can make it): every file is looked at again
@@ -190,7 +190,7 @@ impl Sync {
                 }
                 // The safety net waits for a batch to end: a rescan meanwhile walks every
                 // file again, and would index again every key being indexed.
-                _ = rescan.tick(), if self.queue.is_empty() && self.tasks.is_empty() => {
+                _ = rescan.tick(), if self.idle() => {
                     if let Err(e) = self.rescan().await {
                         tracing::error!(error = %e, "could not rescan the data directory");
                     }
@@ -206,7 +206,7 @@ impl Sync {
             self.pump();
             self.list_modules().await;
             self.save_when_idle().await;
-            if self.rescan_due && self.queue.is_empty() && self.tasks.is_empty() {
+            if self.rescan_due && self.idle() {
                 self.rescan_due = false;
                 if let Err(e) = self.rescan().await {
                     tracing::error!(error = %e, "could not rescan the data directory");
@@ -220,7 +220,7 @@ impl Sync {
     /// brings the loop back here), so the saved files agree with the saved records: no
     /// task is running, and keys that failed are left out (indexed again at the next start).
     async fn save_when_idle(&mut self) {
-        let idle = self.queue.is_empty() && self.tasks.is_empty();
+        let idle = self.idle();
         // The first save comes as soon as the first index is complete; later ones wait for
         // a burst of changes to end.
         let due = self
@@ -364,6 +364,11 @@ impl Sync {
         }
     }
 
+    /// Nothing is queued or being indexed: a batch is over.
+    fn idle(&self) -> bool {
+        self.queue.is_empty() && self.tasks.is_empty()
+    }
+
     /// Makes the pins and kept bytes of what was indexed durable (one group commit, when the
     /// store stages them), then its documents: nothing is served before it is durable.
     async fn flush_documents(&self) -> Result<usize, StoreError> {
@@ -376,7 +381,7 @@ impl Sync {
     /// not N times): every [`LIST_EVERY`] while a batch runs, and when it ends. Then tells
     /// who waits for the first index, once it is whole.
     async fn list_modules(&mut self) {
-        let idle = self.queue.is_empty() && self.tasks.is_empty();
+        let idle = self.idle();
         if idle || self.listed_at.elapsed() >= LIST_EVERY {
             self.listed_at = Instant::now();
             match self.flush_documents().await {
