@@ -82,7 +82,7 @@ pub struct NewToken {
 }
 
 /// What a request may read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Access {
     /// Every namespace.
     All,

@@ -175,8 +175,8 @@ async fn deferred_documents_are_made_once_per_module_at_the_flush() {
             .await
             .unwrap()
             .modules
-            .into_iter()
-            .map(|m| m.id)
+            .iter()
+            .map(|m| m.id.clone())
             .collect::<Vec<_>>()
     };
     for key in ["modules/a/b/c/1.0.0.tgz", "modules/a/b/c/1.1.0.tgz"] {
@@ -291,4 +291,47 @@ async fn kept_answers_follow_every_change_of_what_they_are_made_of() {
     w.indexer.index_key(key).await.unwrap();
     w.indexer.flush_documents().await.unwrap();
     assert!(url().await.is_err());
+}
+
+#[tokio::test]
+async fn kept_catalogue_pages_follow_every_change_of_the_listing() {
+    let w = world();
+    let key = "modules/a/b/c/1.0.0.tgz";
+    w.artifacts.put(key, module(key));
+    w.indexer.reindex_all(|_, _| {}).await.unwrap();
+    let all = crate::registry::modules::ModuleFilter::default();
+    let page = crate::registry::page::Page::default();
+    let registry = &w.registry;
+    let all = &all;
+    let list = |access: Access| async move {
+        registry
+            .list_modules(&access, all, page, "/v1/modules", &[])
+            .await
+            .unwrap()
+    };
+    let ids = |list: &Arc<crate::protocol::details::ModuleList>| -> Vec<String> {
+        list.modules.iter().map(|m| m.id.clone()).collect()
+    };
+    let first = list(Access::All).await;
+    assert_eq!(ids(&first), ["a/b/c/1.0.0"]);
+    assert!(
+        Arc::ptr_eq(&first, &list(Access::All).await),
+        "kept, not made again"
+    );
+    // A page kept for one scope is never another scope's.
+    let scoped = Access::Namespaces([crate::names::Namespace::parse("x").unwrap()].into());
+    assert!(list(scoped.clone()).await.modules.is_empty());
+    // A new module, and a module whose only version is gone, show on the next page.
+    let key = "modules/x/y/z/2.0.0.tgz";
+    w.artifacts.put(key, module(key));
+    w.indexer.index_key(key).await.unwrap();
+    assert_eq!(
+        ids(&list(Access::All).await),
+        ["a/b/c/1.0.0", "x/y/z/2.0.0"]
+    );
+    assert_eq!(ids(&list(scoped).await), ["x/y/z/2.0.0"]);
+    let key = "modules/a/b/c/1.0.0.tgz";
+    w.artifacts.delete(key);
+    w.indexer.index_key(key).await.unwrap();
+    assert_eq!(ids(&list(Access::All).await), ["x/y/z/2.0.0"]);
 }

@@ -98,7 +98,7 @@ pub(super) fn provider_versions_of(
 }
 
 /// The first moment after `now` at which a version of `doc` stops being served.
-fn next_expiry(doc: &ProviderVersionsDoc, now: SystemTime) -> Option<u64> {
+pub(super) fn next_expiry(doc: &ProviderVersionsDoc, now: SystemTime) -> Option<u64> {
     let now = unix(now);
     doc.versions
         .values()

@@ -8,12 +8,56 @@
 //! query word lies inside one such run of the text, so the modules a word can match are
 //! those with a token containing each of its runs: found by binary search among the sorted
 //! suffixes of the distinct tokens, then checked against the whole text.
+//!
+//! The pages asked of a catalogue are kept with it, as answered: a page is made of the
+//! catalogue alone (and what it was asked with), so it holds until the catalogue is made
+//! again, and the catalogue's first page, the one every visit starts from, costs a lookup.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use super::modules::ModuleFilter;
+use super::page::Page;
+use crate::protocol::details::ModuleList;
 use crate::store::ModuleSummary;
 use crate::tokens::Access;
+
+/// At most this many pages are kept per catalogue; past it, all are dropped and made
+/// again as asked (searches are a client's choice: the bound is what they can cost).
+const MAX_KEPT_PAGES: usize = 256;
+
+/// Everything a page of the catalogue depends on besides the catalogue: what the token
+/// may read, the filter, the page, and the links' path and parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    access: Access,
+    filter: ModuleFilter,
+    page: Page,
+    path: String,
+    params: Vec<(String, String)>,
+}
+
+impl PageKey {
+    /// The key of a page asked with these.
+    pub fn new(
+        access: &Access,
+        filter: &ModuleFilter,
+        page: Page,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> Self {
+        Self {
+            access: access.clone(),
+            filter: filter.clone(),
+            page,
+            path: path.to_owned(),
+            params: params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+}
 
 /// Every listed module, and the index that finds them by words.
 #[derive(Debug, Default)]
@@ -26,6 +70,8 @@ pub struct Catalogue {
     suffixes: Vec<(Box<str>, u32)>,
     /// For each token, the modules whose text holds it, in order.
     postings: Vec<Vec<u32>>,
+    /// The pages answered from this catalogue.
+    pages: Mutex<HashMap<PageKey, Arc<ModuleList>>>,
 }
 
 /// The runs of letters and digits in `text`.
@@ -78,7 +124,24 @@ impl Catalogue {
             texts,
             suffixes,
             postings,
+            pages: Mutex::default(),
         }
+    }
+
+    /// The page asked with `key`, if it was answered from this catalogue before.
+    pub fn kept_page(&self, key: &PageKey) -> Option<Arc<ModuleList>> {
+        self.pages.lock().ok()?.get(key).cloned()
+    }
+
+    /// Keeps a page answered from this catalogue.
+    pub fn keep_page(&self, key: PageKey, page: Arc<ModuleList>) {
+        let Ok(mut pages) = self.pages.lock() else {
+            return;
+        };
+        if pages.len() >= MAX_KEPT_PAGES {
+            pages.clear();
+        }
+        pages.insert(key, page);
     }
 
     /// How many modules are listed.

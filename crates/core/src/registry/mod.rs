@@ -70,6 +70,8 @@ pub struct Registry {
     module_docs: Arc<judged::Kept<RecordId, ModuleVersionsDoc>>,
     /// Providers' versions documents, likewise.
     provider_docs: Arc<judged::Kept<RecordId, ProviderVersionsDoc>>,
+    /// Providers' lines in the catalogue, likewise.
+    provider_summaries: Arc<judged::Kept<RecordId, Option<providers::ProviderSummary>>>,
     /// The hot answers as the bytes sent, per document revision.
     answers: Arc<answers::Answers<answered::AnswerKey>>,
     /// The modules' catalogue, as last made.
@@ -86,6 +88,7 @@ impl Registry {
             hostname: None,
             module_docs: Arc::default(),
             provider_docs: Arc::default(),
+            provider_summaries: Arc::default(),
             answers: Arc::default(),
             catalogue: Arc::default(),
         }

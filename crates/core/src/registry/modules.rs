@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::catalogue::Catalogue;
+use super::catalogue::{Catalogue, PageKey};
 use super::page::Page;
 use super::{module_not_found, module_version_not_found, Registry, RegistryError};
 use crate::documents::ModuleVersionsDoc;
@@ -100,7 +100,7 @@ pub struct VersionPublished {
 }
 
 /// Which modules a listing shows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct ModuleFilter {
     /// Only this namespace's (read from its own listing partition).
     pub namespace: Option<Namespace>,
@@ -207,7 +207,8 @@ impl Registry {
 
     /// A page of the modules `filter` selects that `access` may read (all others are
     /// absent, and are left out before paging), in address order. `path` and `params` make
-    /// the next page's URL.
+    /// the next page's URL. Kept with the catalogue it was made from: asked again before
+    /// the listing changes, it costs a lookup.
     pub async fn list_modules(
         &self,
         access: &Access,
@@ -215,8 +216,12 @@ impl Registry {
         page: Page,
         path: &str,
         params: &[(&str, &str)],
-    ) -> Result<ModuleList, RegistryError> {
+    ) -> Result<Arc<ModuleList>, RegistryError> {
         let catalogue = self.catalogue().await?;
+        let key = PageKey::new(access, filter, page, path, params);
+        if let Some(kept) = catalogue.kept_page(&key) {
+            return Ok(kept);
+        }
         let allowed = filter.namespace.as_ref().is_none_or(|n| access.allows(n));
         // One more than the page: whether a next page follows.
         let selected = match allowed {
@@ -236,7 +241,9 @@ impl Registry {
             })
             .collect();
         let (meta, modules) = page.cut_from(found, path, params);
-        Ok(ModuleList { meta, modules })
+        let list = Arc::new(ModuleList { meta, modules });
+        catalogue.keep_page(key, Arc::clone(&list));
+        Ok(list)
     }
 
     /// A module version's details; the latest release's when `version` is `None` (a 404

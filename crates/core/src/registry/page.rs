@@ -9,7 +9,7 @@ pub const DEFAULT_LIMIT: usize = 15;
 pub const MAX_LIMIT: usize = 100;
 
 /// Which page of a listing was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Page {
     /// The most entries on the page: 1 to [`MAX_LIMIT`].
     pub limit: usize,

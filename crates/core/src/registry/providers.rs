@@ -12,6 +12,7 @@ use crate::protocol::ProviderPlatform;
 use crate::store::{partition, Record, RecordId, StoreError};
 use crate::tokens::Access;
 use crate::version::Version;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// How many providers the catalogue reads at a time.
@@ -145,23 +146,43 @@ impl Registry {
             .filter(|p| access.allows(&p.namespace) && filter.matches(p))
             .collect();
         let summaries: Vec<Option<ProviderSummary>> = stream::iter(listed)
-            .map(|provider| async move {
-                let doc = self.provider_doc(&provider).await?;
-                let versions: Vec<Version> = doc
-                    .served(SystemTime::now())
-                    .map(|(v, _)| v.clone())
-                    .collect();
-                let latest = latest_release(&versions).or(versions.last()).cloned();
-                Ok::<_, StoreError>(latest.map(|latest| ProviderSummary {
-                    address: provider,
-                    latest,
-                    versions: versions.len(),
-                }))
-            })
+            .map(|provider| self.provider_summary(provider))
             .buffered(CONCURRENT_READS)
             .try_collect()
             .await?;
         Ok(summaries.into_iter().flatten().collect())
+    }
+
+    /// A provider's line in the catalogue (`None` when no version is served): made once per
+    /// change of its versions document, on stores that count their writes, and kept until
+    /// a version's time runs out; a provider with many versions then costs what one with
+    /// few does.
+    async fn provider_summary(
+        &self,
+        provider: ProviderAddress,
+    ) -> Result<Option<ProviderSummary>, StoreError> {
+        let generation = self.metadata.generation();
+        let now = SystemTime::now();
+        let id = RecordId::provider_versions(&provider);
+        if let Some(kept) = generation.and_then(|g| self.provider_summaries.get(&id, g, now)) {
+            return Ok((*kept).clone());
+        }
+        let doc = self.provider_doc(&provider).await?;
+        let versions: Vec<&Version> = doc.served(now).map(|(v, _)| v).collect();
+        let latest = latest_release(versions.iter().copied())
+            .or(versions.last().copied())
+            .cloned();
+        let summary = latest.map(|latest| ProviderSummary {
+            address: provider,
+            latest,
+            versions: versions.len(),
+        });
+        if let Some(generation) = generation {
+            let until = super::answered::next_expiry(&doc, now);
+            let kept = Arc::new(summary.clone());
+            self.provider_summaries.put(&id, generation, until, kept);
+        }
+        Ok(summary)
     }
 
     /// When a release was first served: the pin of its SHA256SUMS (one read of one item).

@@ -130,7 +130,7 @@ async fn list(
         .registry
         .list_modules(access, &filter, page, path, &params)
         .await?;
-    Ok(Json(list).into_response())
+    Ok(Json(&*list).into_response())
 }
 
 /// `GET /v1/modules`: every module the token may read, its latest version each.
@@ -214,7 +214,7 @@ pub async fn list_systems(
             "module {ns}/{name} is not published here"
         )));
     }
-    Ok(Json(list).into_response())
+    Ok(Json(&*list).into_response())
 }
 
 /// `GET /v1/modules/:namespace/:name/:system`: the latest version's details.
