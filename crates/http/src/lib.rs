@@ -170,6 +170,7 @@ impl AppState {
                 .and_then(|l| l.identity.sign_in.as_ref())
                 .map(|s| s.display_name().to_owned()),
             upstream: self.upstream.as_ref().map(|u| u.cache.clone()),
+            rendered: Default::default(),
         }
     }
 

@@ -294,6 +294,7 @@ pub fn web_state(config: &WebFunctionSettings, stores: Stores) -> tfreg_http::we
         sign_in_with: config.sign_in_with.clone(),
         // The cache's records are in the bucket: `tfreg status --table --bucket` shows them.
         upstream: None,
+        rendered: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ mod assets;
 mod layout;
 pub mod markdown;
 mod pages;
+pub use pages::catalogue::RenderedSections;
 pub mod session;
 pub(crate) mod sign_in;
 
@@ -53,6 +54,8 @@ pub struct WebState {
     pub sign_in_with: Option<String>,
     /// The mirror's upstream cache, whose page shows what it holds.
     pub upstream: Option<std::sync::Arc<tfreg_core::upstream::UpstreamCache>>,
+    /// The catalogue's module sections as last rendered.
+    pub rendered: Arc<RenderedSections>,
 }
 
 /// Settings of the pages.

@@ -6,8 +6,10 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Extension;
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
 use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tfreg_core::names::ModuleSystem;
 use tfreg_core::protocol::details::ModuleList;
 use tfreg_core::registry::modules::MAX_QUERY_CHARS;
@@ -20,6 +22,45 @@ use crate::web::{html, layout, Viewer, WebState};
 
 /// How many modules a catalogue page shows.
 const MODULES_PER_PAGE: &str = "30";
+
+/// At most this many module sections are kept rendered; past it, all are dropped.
+const MAX_RENDERED: usize = 64;
+
+/// The module sections as rendered, by the page of the catalogue they show. The registry
+/// hands out the same page (one [`Arc`]) while the listing holds, made from everything the
+/// section shows (scope, filters, page, links), so a page seen again is not rendered again;
+/// each entry holds its page, so its address is never another page's.
+#[derive(Default)]
+pub struct RenderedSections {
+    sections: Mutex<HashMap<usize, Rendered>>,
+}
+
+/// A page of the catalogue, and its module section's HTML.
+type Rendered = (Arc<ModuleList>, Arc<str>);
+
+impl RenderedSections {
+    /// The module section of `modules`, rendered once.
+    fn section(&self, modules: &Arc<ModuleList>, path: &str, params: &[(&str, &str)]) -> Markup {
+        let at = Arc::as_ptr(modules) as usize;
+        let kept = self.sections.lock().ok().and_then(|sections| {
+            sections
+                .get(&at)
+                .filter(|(page, _)| Arc::ptr_eq(page, modules))
+                .map(|(_, html)| Arc::clone(html))
+        });
+        let html = kept.unwrap_or_else(|| {
+            let html: Arc<str> = module_section(modules, path, params).into_string().into();
+            if let Ok(mut sections) = self.sections.lock() {
+                if sections.len() >= MAX_RENDERED {
+                    sections.clear();
+                }
+                sections.insert(at, (Arc::clone(modules), Arc::clone(&html)));
+            }
+            html
+        });
+        PreEscaped(html.to_string())
+    }
+}
 
 /// The catalogue's query.
 #[derive(Debug, Default, Deserialize)]
@@ -180,7 +221,7 @@ async fn listing(
     let body = html! {
         h1 { (title) }
         (search_form(&filters, fixed))
-        (module_section(&modules, &path, &params))
+        (state.rendered.section(&modules, &path, &params))
         (provider_section(&providers, filters.page.offset))
     };
     html(StatusCode::OK, layout::page(&title, Some(viewer), body))
@@ -300,5 +341,57 @@ fn provider_section(providers: &[ProviderSummary], offset: usize) -> Markup {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfreg_core::protocol::details::{ListMeta, ModuleEntry};
+
+    fn page(names: &[&str]) -> Arc<ModuleList> {
+        let modules = names
+            .iter()
+            .map(|name| ModuleEntry {
+                id: format!("acme/{name}/aws/1.0.0"),
+                owner: String::new(),
+                namespace: "acme".into(),
+                name: (*name).into(),
+                version: tfreg_core::Version::parse("1.0.0").unwrap(),
+                provider: "aws".into(),
+                description: String::new(),
+                source: None,
+                published_at: None,
+                downloads: 0,
+                verified: false,
+            })
+            .collect();
+        let meta = ListMeta {
+            limit: 30,
+            current_offset: 0,
+            next_offset: None,
+            prev_offset: None,
+            next_url: None,
+        };
+        Arc::new(ModuleList { meta, modules })
+    }
+
+    #[test]
+    fn a_section_is_rendered_once_per_page_and_never_shown_for_another() {
+        let rendered = RenderedSections::default();
+        let network = page(&["network"]);
+        let first = rendered.section(&network, "/", &[]).into_string();
+        assert!(first.contains("acme/network/aws"));
+        assert_eq!(rendered.section(&network, "/", &[]).into_string(), first);
+        assert_eq!(rendered.sections.lock().unwrap().len(), 1, "kept once");
+        // Another page (another listing, filter or scope) is rendered for itself.
+        let dns = page(&["dns"]);
+        let second = rendered.section(&dns, "/", &[]).into_string();
+        assert!(second.contains("acme/dns/aws") && !second.contains("network"));
+        // The bound holds.
+        for _ in 0..MAX_RENDERED * 2 {
+            rendered.section(&page(&["x"]), "/", &[]);
+        }
+        assert!(rendered.sections.lock().unwrap().len() <= MAX_RENDERED);
     }
 }
