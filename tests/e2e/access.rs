@@ -53,9 +53,16 @@ fn terraform_installs_with_a_token_and_reports_401_without_one() {
     let token = server.create_token(&["--description", "e2e"]);
     assert!(token.starts_with("tfreg_"), "{token}");
 
+    // The module source the banner suggests names the registry's hostname, not its address.
+    let banner = server.stdout();
+    let source_host = banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("source  = \""))
+        .and_then(|s| s.strip_suffix("/<namespace>/<name>/<system>\""))
+        .unwrap_or_else(|| panic!("{banner}"));
+    assert_eq!(source_host, HOST, "{banner}");
     let config = format!(
-        "module \"net\" {{\n  source = \"{}/acme/network/aws\"\n}}\n{}",
-        server.addr,
+        "module \"net\" {{\n  source = \"{source_host}/acme/network/aws\"\n}}\n{}",
         requires_provider("widget", &format!("{HOST}/acme/widget"), "1.0.0")
     );
     let with_credentials = format!(

@@ -98,8 +98,35 @@ fn a_token_for_a_namespace_with_nothing_published_gets_a_warning() {
         &[],
     );
     assert_eq!(code, 0);
-    assert!(!stderr.contains("warning"), "{stderr}");
+    // A token for every namespace, or one that never ends, says so (and is still made).
+    assert!(
+        stderr.contains("warning: this token never expires (--expires 90d ends it)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("nothing is published"), "{stderr}");
     assert!(stdout.lines().last().unwrap().starts_with("tfreg_"));
+    let (code, stdout, stderr) = tfreg_run(&["token", "create", "--data", dir], &[]);
+    assert_eq!(code, 0, "scripts depend on the broad default");
+    assert!(
+        stderr.contains("warning: this token reads every namespace, present and future (--namespace NS narrows it) and never expires"),
+        "{stderr}"
+    );
+    assert!(stdout.lines().last().unwrap().starts_with("tfreg_"));
+    let (code, _, stderr) = tfreg_run(
+        &[
+            "token",
+            "create",
+            "--data",
+            dir,
+            "--namespace",
+            "acme",
+            "--expires",
+            "1d",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0);
+    assert!(!stderr.contains("warning"), "{stderr}");
     let (code, stdout, stderr) = tfreg_run(
         &["token", "create", "--data", dir, "--namespace", "acne"],
         &[],

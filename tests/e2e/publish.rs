@@ -350,6 +350,8 @@ fn refused_publishes_exit_3_with_the_reason_and_upload_nothing() {
         err.contains("no usable signing key is published under keys/acme/"),
         "{err}"
     );
+    // and the option that fixes it.
+    assert!(err.contains("with --key KEY.asc"), "{err}");
     assert!(!data.path().join("providers").exists());
 
     // A dist/ without its signature is refused, saying what is missing.

@@ -117,6 +117,17 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
                     }
                 }
             }
+            // Broad by default (scripts depend on it), but never silently.
+            let mut broad = Vec::new();
+            if namespaces.is_empty() {
+                broad.push("reads every namespace, present and future (--namespace NS narrows it)");
+            }
+            if expires.is_none() {
+                broad.push("never expires (--expires 90d ends it)");
+            }
+            if !broad.is_empty() {
+                eprintln!("warning: this token {}", broad.join(" and "));
+            }
             let store = backend.tokens().await?;
             let new = generate(namespaces, description, expires, SystemTime::now());
             store.put(new.record.clone()).await?;

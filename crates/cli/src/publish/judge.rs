@@ -46,15 +46,25 @@ pub enum Judgement {
 /// a copy it keeps of the first bytes published.
 pub fn judge(plan: &Plan, observation: &Observation) -> Judgement {
     let keys: BTreeSet<&str> = plan.files.iter().map(|f| f.key.as_str()).collect();
-    let refusals: Vec<String> = observation
+    let problems: Vec<&Problem> = observation
         .problems
         .iter()
         .filter(|p| keys.contains(p.key.as_str()))
+        .collect();
+    let refusals: Vec<String> = problems
+        .iter()
         .map(|p| format!("{}: {}", p.key, p.reason))
         .collect();
     let version = plan.subject.version().to_string();
     let outcome = |mut reasons: Vec<String>, fallback: String| {
         if !refusals.is_empty() {
+            // The release's own reasons repeat a file's refusal ("signature refused: ..."):
+            // each is said once, under the file's key.
+            reasons.retain(|r| {
+                !problems
+                    .iter()
+                    .any(|p| !p.reason.is_empty() && r.contains(p.reason.as_str()))
+            });
             let mut all = refusals.clone();
             all.append(&mut reasons);
             return Judgement::Refused(all);
@@ -297,6 +307,23 @@ mod tests {
         assert_eq!(
             judge(&plan, &observe(&release)),
             Judgement::Pending(vec!["linux_amd64: does not match SHA256SUMS".into()])
+        );
+        // A refused signature file is said once, under its key, not again as the release's
+        // reason.
+        let armored = "the signature is ASCII-armored; sign without --armor";
+        release.platforms[0].problem = None;
+        release.platforms[0].served = true;
+        release.served = false;
+        release.problems = vec![format!("signature refused: {armored}")];
+        let mut refused = observe(&release);
+        refused.problems.push(Problem {
+            key: sig.clone(),
+            reason: armored.into(),
+            ..Problem::default()
+        });
+        assert_eq!(
+            judge(&plan, &refused),
+            Judgement::Refused(vec![format!("{sig}: {armored}")])
         );
     }
 }

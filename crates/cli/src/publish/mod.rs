@@ -169,6 +169,19 @@ impl std::fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// The registry's reasons, and the `publish` option that fixes one when there is such an
+/// option and it was not given.
+fn with_fixes(plan: &Plan, mut reasons: Vec<String>) -> Vec<String> {
+    let no_key = reasons.iter().any(|r| r.contains("no usable signing key"));
+    let key_given = plan.files.iter().any(|f| f.role == Role::SigningKey);
+    if no_key && !key_given {
+        reasons.push(
+            "give the public key that signed the release with --key KEY.asc (its ASCII-armored export): it is published under keys/ with the release".into(),
+        );
+    }
+    reasons
+}
+
 pub async fn run(args: PublishArgs) -> anyhow::Result<ExitCode> {
     let temp = tempfile::TempDir::new().context("cannot create a temporary folder")?;
     let result = match args.what {
@@ -247,7 +260,7 @@ async fn publish(
         Judgement::Refused(reasons) | Judgement::Pending(reasons) => {
             return Err(Refusal::error(
                 format!("{what} would not be served; nothing was uploaded"),
-                reasons,
+                with_fixes(&plan, reasons),
             ))
         }
     }

@@ -42,6 +42,26 @@ fn tfreg_command() -> String {
 }
 
 impl Banner {
+    /// The host a module's `source` names, and why: the registry's hostname when it has one
+    /// of its own (Terraform finds it through the CLI configuration's host block), else the
+    /// address (Terraform needs a dot in a registry host: 127.0.0.1, not localhost).
+    fn source_host(&self) -> (String, String) {
+        let addr = self.addr.to_string();
+        match self.hostname != addr && self.hostname.contains('.') {
+            true => (
+                self.hostname.clone(),
+                format!(
+                    "Terraform finds {} through the host block of the CLI configuration below",
+                    self.hostname
+                ),
+            ),
+            false => (
+                addr,
+                "Terraform needs a dot in the host, so use 127.0.0.1 rather than localhost".into(),
+            ),
+        }
+    }
+
     /// What a user needs to point Terraform at this server, on stdout. The first line is stable:
     /// `tfreg serving https://ADDR/` (tests and scripts read the address from it).
     pub fn print(&self) {
@@ -95,10 +115,10 @@ impl Banner {
                 "\nTerraform trusts the certificate through:\n\n  export SSL_CERT_FILE={cert}\n"
             ));
         }
+        let (source_host, how) = b.source_host();
         out.push_str(&format!(
-            "\nUse a module (Terraform needs a dot in the host, so use 127.0.0.1 rather than localhost):\n\n  \
-             module \"example\" {{\n    source  = \"{addr}/<namespace>/<name>/<system>\"\n    version = \"~> 1.0\"\n  }}\n",
-            addr = b.addr
+            "\nUse a module ({how}):\n\n  \
+             module \"example\" {{\n    source  = \"{source_host}/<namespace>/<name>/<system>\"\n    version = \"~> 1.0\"\n  }}\n",
         ));
         out.push_str(&format!(
             "\nTerraform CLI configuration (~/.terraformrc, or the file TF_CLI_CONFIG_FILE names):\n\n\
