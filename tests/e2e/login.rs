@@ -271,6 +271,11 @@ fn terraform_login_issues_a_token_scoped_by_the_persons_groups() {
         banner.contains(&format!("terraform login {}", server.addr)),
         "{banner}"
     );
+    // with the trap that costs an hour: a saved token is ignored under TF_CLI_CONFIG_FILE.
+    assert!(
+        banner.contains("ignores the file while TF_CLI_CONFIG_FILE is set"),
+        "{banner}"
+    );
 
     // When Alice runs `terraform login` and signs in at the provider,
     let home = TempDir::new().unwrap();

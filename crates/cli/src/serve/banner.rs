@@ -4,6 +4,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// Why a `terraform login` can succeed and the next `init` still get 401.
+const LOGIN_TRAP: &str = "                  (Terraform keeps that token in ~/.terraform.d/credentials.tfrc.json and ignores the file while TF_CLI_CONFIG_FILE is set: unset it, or copy the token into that file's credentials block)";
+
 /// What the banner says.
 pub struct Banner {
     pub addr: SocketAddr,
@@ -99,7 +102,8 @@ impl Banner {
             ));
             if b.login {
                 out.push_str(&format!(
-                    "                  or sign in: terraform login {}\n",
+                    "                  or sign in: terraform login {}\n\
+                     {LOGIN_TRAP}\n",
                     b.addr
                 ));
             }
