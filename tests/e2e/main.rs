@@ -3,6 +3,7 @@
 
 mod access;
 mod aws;
+mod backup;
 mod docs_links;
 mod escaping;
 mod first_run;
