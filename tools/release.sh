@@ -6,9 +6,10 @@
 #   tools/release.sh VERSION OUT_DIR TARGET...     (what `make release` runs)
 #
 # Each archive is OUT_DIR/tfreg-VERSION-TARGET.tar.gz holding tfreg-VERSION-TARGET/tfreg and
-# the README; OUT_DIR/tfreg-VERSION-SHA256SUMS lists them all. Linux binaries link glibc 2.17
-# or later (any distribution of the last ten years). Archives are reproducible: sorted
-# names, fixed times and owners.
+# the README; OUT_DIR/tfreg-VERSION-SHA256SUMS lists them all, with any Lambda assets there
+# (tools/release-sums.sh, which also signs it when SIGN_KEY is set). Linux binaries link
+# glibc 2.17 or later (any distribution of the last ten years). Archives are reproducible:
+# sorted names, fixed times and owners.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 VERSION OUT_DIR TARGET..." >&2; exit 2; }
 version=$1; out=$2; shift 2
@@ -34,6 +35,6 @@ for target in "$@"; do
     | gzip -n -9 > "$out/$name.tar.gz"
   rm -rf "$stage"
 done
-(cd "$out" && sha256sum tfreg-"$version"-*.tar.gz > tfreg-"$version"-SHA256SUMS)
+"$(dirname "$0")/release-sums.sh" "$version" "$out"
 echo "==> $out"
 ls -l "$out"
