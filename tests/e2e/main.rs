@@ -8,6 +8,7 @@ mod docs_links;
 mod escaping;
 mod first_run;
 mod hostile;
+mod image;
 mod immutability;
 mod lambda;
 mod login;
