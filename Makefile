@@ -12,6 +12,8 @@
 #   make functions  the Lambda functions, one folder each under crates/functions/
 #   make deploy sam deploy (guided the first time)
 #   make release  versioned tfreg archives for Linux and macOS, x86_64 and arm64, with SHA-256 sums
+#   make release-lambda  the Lambda zips of ARCH as one release asset (builds them first)
+#   make deploy-release  deploy downloaded release zips (RELEASE_DIR=...): checked, no Rust needed
 #   make fuzz   run one fuzz target (TARGET=<name> [SECONDS=600]; nightly + cargo-fuzz, not in `make test`)
 #   make fuzz-list  the fuzz targets
 
@@ -43,7 +45,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: functions release release-check install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
@@ -81,7 +83,7 @@ check-local-build:
 	@echo "tfreg-core depends on no HTTP or AWS crate; tfreg-http on no adapter; tfreg-upstream only on the core"
 
 ## Every check CI runs
-test: check-tools venv lint lint-template check-lambda-zips
+test: check-tools venv lint lint-template lint-workflows check-lambda-zips check-lambda-release
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) test --locked --workspace
 
@@ -135,6 +137,11 @@ lint-template: venv
 	$(VENV)/bin/python tests/tools/template_cycles.py template.yaml
 	$(VENV)/bin/python tests/tools/template_policy.py template.yaml
 
+## The GitHub Actions workflows: actionlint, with shellcheck on their run: scripts (both from
+## PyPI, in .venv, so the result is the same on every machine)
+lint-workflows: venv
+	$(VENV)/bin/actionlint -no-color -shellcheck=$(abspath $(VENV))/bin/shellcheck -pyflakes= .github/workflows/*.yml
+
 ## Format the code
 fmt:
 	$(CARGO) fmt --all
@@ -177,6 +184,37 @@ release: build-venv
 ## Installs this machine's archive as the README says, in a scratch folder, and runs it
 release-check:
 	tools/check-release.sh $(VERSION) $(RELEASE_DIR) $$(rustc -vV | sed -n 's/^host: //p')
+
+## The version in Cargo.toml (what a release tag must say: v$(VERSION))
+version:
+	@echo $(VERSION)
+
+## tfreg-lambda-$(VERSION)-$(ARCH).zip in $(RELEASE_DIR): template.yaml and every function's
+## build/lambda/<fn>/bootstrap.zip, built first; SHA256SUMS rewritten over all assets there
+## (signed when SIGN_KEY names a gpg key)
+release-lambda: build
+	tools/release-lambda.sh $(VERSION) $(ARCH) $(RELEASE_DIR) $(FUNCTIONS)
+
+## The arm64 zips `make test` built, as release assets deployed in a dry run (signature, sums,
+## layout, sam validate; deploying from a release never calls cargo); no AWS, about 10 s
+check-lambda-release: check-lambda-zips venv
+	SAM=$(abspath $(VENV))/bin/sam tools/release-check-lambda.sh $(VERSION) arm64 $(FUNCTIONS)
+
+## SAM CLI alone in .venv, at the version tools/build-requirements.txt pins (what
+## deploy-release needs: no Rust, no zig)
+sam-venv: $(VENV)/.sam-installed
+$(VENV)/.sam-installed: tools/build-requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is missing: install Python 3.9+"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check "$$(grep -x 'aws-sam-cli==[0-9.]*' tools/build-requirements.txt)"
+	touch $@
+
+## Deploy a downloaded release (VERSION, ARCH; its assets in RELEASE_DIR): checks the sums'
+## signature and the sums, lays the zips out in build/lambda, then sam deploy as `make deploy`
+## does; compiles nothing. DRY_RUN=1 stops before AWS.
+DRY_RUN ?=
+deploy-release: sam-venv
+	SAM=$(abspath $(VENV))/bin/sam tools/deploy-release.sh $(if $(DRY_RUN),--dry-run) --version $(VERSION) --arch $(ARCH) $(RELEASE_DIR)
 
 ## Both architectures, one after the other (build/lambda holds the last)
 build-all:
