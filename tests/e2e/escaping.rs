@@ -62,9 +62,19 @@ fn token_list_prints_a_hostile_subject_escaped() {
         &[],
     );
     assert_eq!(code, 0, "{stdout}{stderr}");
-    // The audit line names the subject, escaped.
-    assert_eq!(raw(&stderr), Vec::<char>::new(), "{stderr:?}");
-    assert!(stderr.contains("token_revoked"), "{stderr}");
+    // The audit line names the subject, escaped, in the data directory's audit log; the
+    // command's own output carries none.
+    assert!(!stderr.contains("token_revoked"), "{stderr}");
+    let audit = std::fs::read_to_string(data.path().join(".tfreg/audit.log")).unwrap();
+    assert_eq!(raw(&audit), Vec::<char>::new(), "{audit:?}");
+    let line = audit.lines().last().unwrap();
+    let line: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(line["event"], "token_revoked", "{audit}");
+    assert_eq!(line["token_id"], record.id.as_str(), "{audit}");
+    assert!(
+        line["subject"].as_str().unwrap().contains(ESCAPED),
+        "{audit}"
+    );
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! Immutable versions in the local shape: bytes copied over a published module or provider
 //! file (in place, as `cp` does) are refused, Terraform keeps getting the original bytes,
-//! also after a restart; deleting yanks, the same bytes again un-yank.
+//! also after a restart; `tfreg restore` puts the pinned bytes back; deleting yanks, the same
+//! bytes again un-yank.
 
 use std::time::Duration;
 
 use tfreg_e2e::{
-    provider_release, publish, requires_provider, tar_gz, terraform_platform, tfreg_bin,
-    wait_until, Gpg, Server, TempDir, Terraform,
+    provider_release, publish, requires_provider, tar_gz, terraform_platform, tfreg, tfreg_bin,
+    tfreg_run, wait_until, Gpg, Server, TempDir, Terraform,
 };
 
 const HOST: &str = "registry.example.test";
@@ -136,7 +137,91 @@ fn published_bytes_are_what_terraform_gets_whatever_is_copied_over_them() {
         server = Server::start(data.path(), &["--hostname", HOST]);
     }
 
-    // Deleting the module yanks the version; the original bytes again un-yank it.
+    // `tfreg restore` puts the pinned bytes back over the hand copies, and says so; the
+    // refusals end; a second run finds everything in place.
+    let original_module = module("original");
+    let restore = |address: &str, version: &str| {
+        let (code, stdout, stderr) = tfreg_run(
+            &[
+                "restore",
+                address,
+                version,
+                "--data",
+                data.path().to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        stdout
+    };
+    let said = restore("acme/network/aws", "1.2.0");
+    assert!(
+        said.contains(&format!("restored: {MODULE} (sha256 ")),
+        "{said}"
+    );
+    assert!(said.contains("it held other bytes"), "{said}");
+    let said = restore("acme/widget", "1.0.0");
+    assert!(said.contains(&format!("restored: {zip_key}")), "{said}");
+    assert!(said.contains(&format!("restored: {sums_key}")), "{said}");
+    assert!(
+        said.contains(&format!("in place: {sums_key}.sig")),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(data.path().join(MODULE)).unwrap(),
+        original_module
+    );
+    assert_eq!(
+        std::fs::read(data.path().join(&zip_key)).unwrap(),
+        files[0].1
+    );
+    assert_eq!(std::fs::read(data.path().join(&sums_key)).unwrap(), *sums);
+    let report = status(data.path());
+    assert!(!report.contains("was published with sha256"), "{report}");
+    let said = restore("acme/network/aws", "1.2.0");
+    assert!(said.contains("Nothing to restore"), "{said}");
+    // `tfreg show` reads the provider as Terraform is served it.
+    let shown = tfreg(&[
+        "show",
+        "acme/widget",
+        "--data",
+        data.path().to_str().unwrap(),
+    ]);
+    assert!(shown.starts_with("provider acme/widget 1.0.0\n"), "{shown}");
+    assert!(
+        shown.contains(&format!("platforms (1): {own}\n")),
+        "{shown}"
+    );
+    let json = tfreg(&[
+        "show",
+        "acme/widget@1.0.0",
+        "--json",
+        "--data",
+        data.path().to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let key_id = json["key_id"].as_str().unwrap();
+    assert_eq!(key_id.len(), 16, "{json}");
+    assert!(
+        shown.contains(&format!("signed by key: {key_id}\n")),
+        "{shown}"
+    );
+    assert_eq!(json["versions"], serde_json::json!(["1.0.0"]), "{json}");
+    let (code, _, stderr) = tfreg_run(
+        &[
+            "restore",
+            "acme/network/aws",
+            "9.9.9",
+            "--data",
+            data.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("never served"), "{stderr}");
+
+    // Deleting the module yanks the version; the original bytes again un-yank it (put back
+    // by `tfreg restore`).
     std::fs::remove_file(data.path().join(MODULE)).unwrap();
     assert!(
         wait_until(Duration::from_secs(10), || server
@@ -144,7 +229,8 @@ fn published_bytes_are_what_terraform_gets_whatever_is_copied_over_them() {
             .is_empty()),
         "not yanked"
     );
-    publish(data.path(), MODULE, &module("original"));
+    let said = restore("acme/network/aws", "1.2.0");
+    assert!(said.contains("it was missing"), "{said}");
     assert!(
         wait_until(Duration::from_secs(10), || server
             .module_versions("acme/network/aws")

@@ -4,11 +4,13 @@
 
 #![forbid(unsafe_code)]
 
+mod address;
 mod backend;
 mod lock;
 mod publish;
 mod reindex;
 mod report;
+mod restore;
 mod serve;
 mod served;
 mod show;
@@ -27,6 +29,10 @@ use clap::{Parser, Subcommand};
     about = "A private Terraform registry that costs nothing when idle"
 )]
 struct Cli {
+    /// Log what the command does (`info`) on stderr; without it, one-shot commands log only
+    /// warnings and errors. `RUST_LOG` overrides both.
+    #[arg(long, short, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -41,11 +47,15 @@ enum Command {
     Token(token::TokenArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
     Status(status::StatusArgs),
-    /// Show a module version's inputs, outputs and providers, as read at publish.
+    /// Show a module version's inputs, outputs and providers, as read at publish, or a
+    /// provider version's protocols, platforms, signing key and versions.
     Show(show::ShowArgs),
     /// Publish a module or a provider release, checked as the registry checks it, and wait
     /// until it is served.
     Publish(publish::PublishArgs),
+    /// Put a published version's pinned bytes back where a hand copy replaced them or a
+    /// delete yanked them.
+    Restore(restore::RestoreArgs),
     /// Copy upstream providers (verified) into a data directory or bucket, for an
     /// air-gapped registry or to warm the mirror's cache.
     Sync(sync::SyncArgs),
@@ -63,16 +73,19 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The server logs every request; one-shot commands only what went wrong.
-    init_tracing(match cli.command {
-        Command::Serve(_) => "info",
-        // Its checks index the files to publish: what they refuse is printed, not logged.
-        Command::Publish(_) => "error",
-        // What it refuses is printed in its summary.
-        Command::Sync(_) => "error",
-        // Token commands leave their audit lines (`tfreg::audit`), as the server does.
-        Command::Token(_) => "warn,tfreg::audit=info",
+    let level = match (&cli.command, cli.verbose) {
+        (Command::Serve(_), _) | (_, true) => "info",
+        // Their checks index the files they handle: what they refuse is printed in their
+        // summaries, not logged.
+        (Command::Publish(_) | Command::Sync(_), false) => "error",
         _ => "warn",
-    });
+    };
+    // Token commands keep their audit lines in the data directory, out of their output.
+    let audit = match &cli.command {
+        Command::Token(args) => args.audit_log(),
+        _ => None,
+    };
+    init_tracing(level, audit);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -90,6 +103,7 @@ fn main() -> ExitCode {
             Command::Status(args) => status::run(args).await,
             Command::Show(args) => show::run(args).await,
             Command::Publish(args) => publish::run(args).await,
+            Command::Restore(args) => restore::run(args).await,
             Command::Token(args) => done(token::run(args).await),
             Command::Reindex(args) => done(reindex::run(args).await),
             Command::Sync(args) => done(sync::run(args).await),
@@ -151,8 +165,9 @@ fn hash(files: Vec<std::path::PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Logs go to stderr, redacted; `RUST_LOG` sets the verbosity.
-fn init_tracing(default: &str) {
+/// Logs go to stderr, redacted; `RUST_LOG` sets the verbosity. With `audit`, audit lines are
+/// also appended there (a warning says so when it cannot be opened, and they go to stderr).
+fn init_tracing(default: &str, audit: Option<std::path::PathBuf>) {
     let style = tfreg_http::logging::LogStyle {
         // Colours only for a terminal, and never under NO_COLOR (https://no-color.org).
         ansi: std::io::IsTerminal::is_terminal(&std::io::stderr())
@@ -160,5 +175,27 @@ fn init_tracing(default: &str) {
         time: true,
         json: false,
     };
-    tfreg_http::logging::init(default, style);
+    let Some(path) = audit else {
+        return tfreg_http::logging::init(default, style);
+    };
+    let opened = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+        });
+    match opened {
+        Ok(file) => tfreg_http::logging::init_with_audit_file(default, style, file),
+        Err(e) => {
+            eprintln!(
+                "warning: cannot open the audit log {}: {e}; audit lines go to stderr",
+                path.display()
+            );
+            let with_audit = format!("{default},{}=info", tfreg_http::logging::AUDIT_TARGET);
+            tfreg_http::logging::init(&with_audit, style);
+        }
+    }
 }

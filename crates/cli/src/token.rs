@@ -71,6 +71,26 @@ impl Location {
     }
 }
 
+impl TokenArgs {
+    /// Where this command's audit lines are kept: `.tfreg/audit.log` in the data directory
+    /// (JSON lines, appended); `None` on the AWS shape, whose token items keep who issued and
+    /// revoked what (`tfreg token list`).
+    pub fn audit_log(&self) -> Option<PathBuf> {
+        let location = match &self.command {
+            TokenCommand::Create { location, .. } | TokenCommand::Revoke { location, .. } => {
+                location
+            }
+            TokenCommand::List { .. } => return None,
+        };
+        location.table.table.is_none().then(|| {
+            location
+                .data
+                .join(tfreg_local::fs_store::STATE_DIR_NAME)
+                .join("audit.log")
+        })
+    }
+}
+
 /// True when the data directory has a folder of `namespace` (names match case-insensitively,
 /// as the registry matches them) under `modules/` or `providers/`.
 fn published_under(data: &std::path::Path, namespace: &Namespace) -> bool {

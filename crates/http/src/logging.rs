@@ -55,6 +55,37 @@ pub fn init(default: &str, style: LogStyle) {
     }
 }
 
+/// Installs a one-shot command's logger: as [`init`] to stderr, and its audit lines
+/// (`tfreg::audit`, at `info` and above) also appended to `audit` as JSON lines with their
+/// time, redacted and escaped like every line. So a command's human output carries no audit
+/// line, yet none is lost.
+pub fn init_with_audit_file(default: &str, style: LogStyle, audit: std::fs::File) {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(Redacting::new(io::stderr).escaping(LineFormat::Text { ansi: style.ansi }))
+        .with_ansi(style.ansi)
+        .with_filter(filter);
+    let file = tracing_subscriber::fmt::layer()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_writer(Redacting::new(std::sync::Mutex::new(audit)).escaping(LineFormat::Json))
+        .with_filter(Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO));
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(file)
+        .init();
+}
+
+/// The target of audit lines (`tfreg_core::identity::audit`).
+pub const AUDIT_TARGET: &str = "tfreg::audit";
+
 /// Makes writers that redact and escape each log line before passing it to the writers of
 /// `inner`.
 #[derive(Debug, Clone)]

@@ -115,6 +115,30 @@ impl Backend {
         }
     }
 
+    /// The pins whose slots start with `prefix` (one version's files): the data
+    /// directory's pin files, or the table's `pins` partition (one key condition).
+    pub async fn pins(&self, prefix: &str) -> anyhow::Result<Vec<tfreg_core::store::PinRecord>> {
+        use tfreg_core::store::{partition, Record};
+        let metadata: Arc<dyn MetadataStore> = match self {
+            Backend::DataDir(data) => {
+                let root = data.canonicalize().with_context(|| {
+                    format!("cannot open the data directory {}", data.display())
+                })?;
+                Arc::new(LocalMetadataStore::open(&root, false)?)
+            }
+            Backend::Aws(names) => names.connect_to_read().await?.metadata,
+        };
+        Ok(metadata
+            .query_prefix(partition::PINS, prefix)
+            .await?
+            .into_iter()
+            .filter_map(|record| match record {
+                Record::Pin(pin) => Some(pin),
+                _ => None,
+            })
+            .collect())
+    }
+
     /// The data directory, for the local shape.
     pub fn data_dir(&self) -> Option<&Path> {
         match self {

@@ -1,62 +1,29 @@
 //! `tfreg show NS/NAME/SYSTEM[@VERSION]`: a module version's inputs, outputs and providers, as
 //! read from its archive at publish. Without a version, the latest one without a prerelease
-//! part. Reads a data directory (indexed first, as `tfreg status` does) or the AWS shape's
-//! table. Everything but the address and version came from the module's archive: it is
-//! printed escaped ([`for_terminal`]), JSON included.
+//! part. Everything but the address and version came from the module's archive: it is
+//! printed escaped ([`for_terminal`](t)), JSON included.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::bail;
-use clap::Args;
-use tfreg_aws::settings::{BucketSetting, TableSetting};
 use tfreg_core::module_docs::ModulePart;
 use tfreg_core::store::ModuleArchive;
 use tfreg_core::text::for_terminal as t;
 use tfreg_core::tokens::Access;
+use tfreg_core::Registry;
 use tfreg_core::{ModuleAddress, Version};
 
-use crate::backend::Backend;
-
-#[derive(Args, Debug)]
-pub struct ShowArgs {
-    /// NAMESPACE/NAME/SYSTEM, optionally @VERSION (`acme/network/aws@1.2.0`).
-    module: String,
-    /// Print the version's record as JSON: `address`, `version`, `published_at`, `source`,
-    /// `description` and `docs`.
-    #[arg(long)]
+/// Prints one module version (the latest release when `version` is `None`).
+pub async fn show(
+    registry: &Registry,
+    address: &ModuleAddress,
+    version: Option<Version>,
     json: bool,
-    /// The data directory, laid out like the registry's S3 bucket.
-    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
-    data: PathBuf,
-    /// With --table and --bucket: read the AWS shape instead.
-    #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
-}
-
-fn parse(text: &str) -> anyhow::Result<(ModuleAddress, Option<Version>)> {
-    let (address, version) = match text.split_once('@') {
-        Some((address, version)) => (address, Some(Version::parse(version)?)),
-        None => (text, None),
-    };
-    let parts: Vec<&str> = address.split('/').collect();
-    let [namespace, name, system] = parts.as_slice() else {
-        bail!("{address:?} is not NAMESPACE/NAME/SYSTEM");
-    };
-    Ok((ModuleAddress::parse(namespace, name, system)?, version))
-}
-
-pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let (address, version) = parse(&args.module)?;
-    let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
-    let registry = backend.open_indexed(None).await?.registry;
+) -> anyhow::Result<()> {
     let version = match version {
         Some(version) => version,
         None => {
-            let listed = registry.module_versions(&Access::All, &address).await?;
+            let listed = registry.module_versions(&Access::All, address).await?;
             let latest = listed.modules[0]
                 .versions
                 .iter()
@@ -73,16 +40,16 @@ pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let archive = registry
-        .module_archive(&Access::All, &address, &version)
+        .module_archive(&Access::All, address, &version)
         .await?;
-    match args.json {
+    match json {
         true => println!(
             "{}",
             tfreg_core::text::json::to_string_pretty(&document(&archive))?
         ),
         false => print!("{}", text(&archive)?),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn document(archive: &ModuleArchive) -> serde_json::Value {
@@ -223,14 +190,5 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(back["description"], hostile);
         assert_eq!(back["docs"]["root"]["inputs"][0]["description"], hostile);
-    }
-
-    #[test]
-    fn addresses_parse_with_and_without_a_version() {
-        let (address, version) = super::parse("acme/network/aws@1.2.0-rc.1").unwrap();
-        assert_eq!(address.to_string(), "acme/network/aws");
-        assert_eq!(version.unwrap().to_string(), "1.2.0-rc.1");
-        assert!(super::parse("acme/network").is_err());
-        assert!(super::parse("acme/network/aws@v1").is_err());
     }
 }
