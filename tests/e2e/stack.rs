@@ -18,6 +18,25 @@ fn install_through_the_stack(download_mode: &str) {
         domain: Some(HOST.into()),
         ..StackOptions::default()
     });
+    // (whose banner's token command runs as printed, in a shell with its exports: the
+    // workspace's tfreg, which knows --table),
+    let banner = stack.banner(HOST);
+    let script = Stack::banner_command(&banner, "Token:").expect(&banner);
+    let run = std::process::Command::new("bash")
+        .args(["-euc", &script])
+        .env_remove("TFREG_TABLE")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{script}\n{printed}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        printed.lines().last().unwrap().starts_with("tfreg_"),
+        "{printed}"
+    );
     // a module (its version has a `+`, which S3 events URL-encode), a signed provider
     // release for two platforms, and its key, uploaded to the bucket,
     let module = "modules/acme/network/aws/1.0.0+build.1.tar.gz";

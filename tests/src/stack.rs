@@ -27,6 +27,7 @@ use crate::counting::{Call, CountingProxy};
 use crate::lambda::{function_bin, Answer, RuntimeApi};
 use crate::{test_certificate, venv_tool, workspace_root, Moto, TempDir};
 
+mod banner;
 mod bulk;
 mod events;
 mod gateway;

@@ -28,36 +28,8 @@ fn main() {
     }
     eprintln!("starting the stack (moto, six functions, the API)...");
     let stack = Stack::start(&options);
-    let env: Vec<String> = stack
-        .env
-        .iter()
-        .map(|(k, v)| format!("export {k}={v}"))
-        .collect();
     let host = options.domain.clone().unwrap_or_else(|| stack.addr.clone());
-    println!("tfreg stack serving {}/\n", stack.url);
-    println!("  table:  {}\n  bucket: {}", stack.table, stack.bucket);
-    println!("\nThe emulated AWS, for `aws` and `tfreg --table` in another shell:\n");
-    for line in &env {
-        println!("  {line}");
-    }
-    println!(
-        "  export AWS_CA_BUNDLE={}  # for the aws CLI",
-        stack.cert.display()
-    );
-    println!(
-        "\nPublish:   aws s3 cp FILE s3://{}/modules/acme/network/aws/1.0.0.tar.gz",
-        stack.bucket
-    );
-    println!("Token:     tfreg token create --table {}", stack.table);
-    println!(
-        "\nTerraform CLI configuration:\n\nhost \"{host}\" {{\n  services = {{\n    \"modules.v1\"   = \"{url}/v1/modules/\"\n    \"providers.v1\" = \"{url}/v1/providers/\"\n  }}\n}}\ncredentials \"{host}\" {{ token = \"<token>\" }}\ncredentials \"{addr}\" {{ token = \"<token>\" }}\n",
-        url = stack.url,
-        addr = stack.addr
-    );
-    println!(
-        "Logs of the functions: {}\nCtrl-C stops the stack.",
-        stack.dir().display()
-    );
+    print!("{}", stack.banner(&host));
     // Ctrl-C or SIGTERM stops the loop, and dropping the stack stops its processes.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {

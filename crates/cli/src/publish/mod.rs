@@ -253,9 +253,10 @@ async fn publish(
     }
 
     // Every check the registry runs, on these very files.
-    match stage::check(&plan, context).await? {
+    let checked = match stage::check(&plan, context).await? {
         Judgement::Served(served) => {
-            println!("checks passed: {what} would be served{}", describe(&served))
+            println!("checks passed: {what} would be served{}", describe(&served));
+            served
         }
         Judgement::Refused(reasons) | Judgement::Pending(reasons) => {
             return Err(Refusal::error(
@@ -263,7 +264,7 @@ async fn publish(
                 with_fixes(&plan, reasons),
             ))
         }
-    }
+    };
     if uploads.is_empty() {
         println!("already published, identical: {what}");
         return Ok(ExitCode::SUCCESS);
@@ -292,7 +293,7 @@ async fn publish(
         "waiting until it is served (at most {})",
         humantime::format_duration(timeout)
     );
-    match observer.wait(&plan, timeout).await? {
+    match observer.wait(&plan, &checked, timeout).await? {
         Waited::Served { served, hostname } => {
             let host = options
                 .hostname

@@ -120,8 +120,16 @@ impl Observer {
         }
     }
 
-    /// Waits until `plan`'s files are served; at most `timeout`.
-    pub async fn wait(&self, plan: &Plan, timeout: Duration) -> anyhow::Result<Waited> {
+    /// Waits until `plan`'s files are served as the checks before upload said they would be
+    /// (`checked`); at most `timeout`. A release can be served before the indexer has read
+    /// its `_manifest.json` (the events of a bucket arrive in any order), with the default
+    /// protocols meanwhile: that is not yet what was published.
+    pub async fn wait(
+        &self,
+        plan: &Plan,
+        checked: &Served,
+        timeout: Duration,
+    ) -> anyhow::Result<Waited> {
         let started = Instant::now();
         let mut refused_since: Option<Instant> = None;
         let mut last = vec![];
@@ -136,7 +144,13 @@ impl Observer {
                     observation,
                     hostname,
                 } => match judge(plan, &observation) {
-                    Judgement::Served(served) => return Ok(Waited::Served { served, hostname }),
+                    Judgement::Served(served) => match unlike(&served, checked) {
+                        None => return Ok(Waited::Served { served, hostname }),
+                        Some(why) => {
+                            refused_since = None;
+                            last = vec![why];
+                        }
+                    },
                     Judgement::Refused(reasons) => {
                         let since = *refused_since.get_or_insert_with(Instant::now);
                         if since.elapsed() >= SETTLE {
@@ -155,5 +169,45 @@ impl Observer {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+}
+
+/// How what is served differs from what the checks said would be, if it does in what the
+/// publisher was told: a release's protocols (from its `_manifest.json`).
+fn unlike(served: &Served, checked: &Served) -> Option<String> {
+    match (served, checked) {
+        (
+            Served::Provider { protocols, .. },
+            Served::Provider {
+                protocols: expected,
+                ..
+            },
+        ) if protocols != expected => Some(format!(
+            "served with protocols {}, not yet the {} of its _manifest.json (not indexed yet)",
+            protocols.join(", "),
+            expected.join(", ")
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{unlike, Served};
+
+    fn provider(protocols: &[&str]) -> Served {
+        Served::Provider {
+            platforms: vec!["linux_amd64".into()],
+            protocols: protocols.iter().map(|p| p.to_string()).collect(),
+            signed_by: Some("ABCDEF0123456789".into()),
+        }
+    }
+
+    #[test]
+    fn a_release_served_before_its_manifest_is_read_is_not_yet_what_was_published() {
+        let why = unlike(&provider(&["5.0"]), &provider(&["6.0"])).unwrap();
+        assert!(why.contains("protocols 5.0, not yet the 6.0"), "{why}");
+        assert_eq!(unlike(&provider(&["6.0"]), &provider(&["6.0"])), None);
+        assert_eq!(unlike(&Served::Module, &Served::Module), None);
     }
 }
