@@ -110,7 +110,7 @@ cd "$root"
 if [ -f samconfig.toml ]; then
   saved=$(sed -n 's/.*Architecture=\\\{0,1\}"\{0,1\}\([a-z0-9_]*\).*/\1/p' samconfig.toml | head -n 1)
   [ "${saved:-arm64}" = "$arch" ] \
-    || fail "samconfig.toml deploys Architecture=${saved:-arm64} (the default when unset), not $arch: download that architecture's zip, or change the parameter there"
+    || fail "samconfig.toml deploys Architecture=${saved:-arm64 (the default of the template)}, not $arch: download that architecture's zip, or change the parameter there"
   "$sam" deploy --template-file template.yaml "$@"
 else
   "$sam" deploy --guided --template-file template.yaml --capabilities CAPABILITY_IAM --resolve-s3 \
