@@ -20,7 +20,7 @@ pass() { echo "ok: $*"; passed=$((passed + 1)); }
 export GNUPGHOME=$scratch/gnupg
 mkdir -m 700 "$GNUPGHOME"
 gpg --batch --quiet --passphrase '' --quick-gen-key 'tfreg release check <release-check@tfreg.invalid>' ed25519 sign never 2>/dev/null
-key=$(gpg --batch --with-colons --list-secret-keys | awk -F: '$1 == "fpr" { print $10; exit }')
+key=$(gpg --batch --with-colons --list-secret-keys 2>/dev/null | awk -F: '$1 == "fpr" { print $10; exit }')
 SIGN_KEY=$key LAMBDA_DIR=$lambda_dir "$repo/tools/release-lambda.sh" "$version" "$arch" "$scratch/assets" "$@" \
   > "$scratch/pack.log" 2>&1 || { cat "$scratch/pack.log"; exit 1; }
 [ -f "$scratch/assets/tfreg-$version-SHA256SUMS.sig" ] || { echo "no signature made"; exit 1; }
