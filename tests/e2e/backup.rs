@@ -200,6 +200,14 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
     for (key, content) in signed_release(&gpg, "widget", "1.0.0") {
         publish(data.path(), &key, &content);
     }
+    // (and a large file outside the layout, copied before the modules and providers, so
+    // that publishing goes on between the copy of the pins and that of the files)
+    let filler = data.path().join("aaa-filler");
+    std::fs::create_dir_all(&filler).unwrap();
+    let block: Vec<u8> = (0..1024 * 1024)
+        .map(|i: u64| (i * 7919 % 251) as u8)
+        .collect();
+    std::fs::write(filler.join("blob"), block.repeat(64)).unwrap();
     let mut server = Server::start_private(data.path(), &["--hostname", HOST]);
     let token = server.create_token(&["--description", "backup e2e"]);
     let reader = Reader::of(&server, &token);
@@ -285,7 +293,12 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
                     "/v1/providers/acme/widget/versions",
                     "/v1/modules/acme/dns/aws/0.1.0/download",
                 ] {
-                    if !reader.get(path).status().is_success() {
+                    let answer = reader
+                        .http
+                        .get(format!("{}{path}", reader.url))
+                        .bearer_auth(&reader.token)
+                        .send();
+                    if !answer.is_ok_and(|a| a.status().is_success()) {
                         failures.fetch_add(1, Ordering::SeqCst);
                     }
                 }
@@ -302,6 +315,19 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
         .arg(&script)
         .arg(data.path())
         .arg(&backup));
+    let state = backup.join(".tfreg");
+    for kept in [
+        "pins",
+        "kept",
+        "tokens.json",
+        "url-signing.key",
+        "tls/cert.pem",
+    ] {
+        assert!(state.join(kept).exists(), "{kept} is not in the backup");
+    }
+    for derived in ["index.json", "served.json", "indexing.json"] {
+        assert!(!state.join(derived).exists(), "{derived} is in the backup");
+    }
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::SeqCst);
     publisher.join().unwrap();
