@@ -15,6 +15,7 @@ mod login;
 mod module_checks;
 mod module_docs;
 mod modules;
+mod one_host;
 mod provider_checks;
 mod providers;
 mod publish;
