@@ -27,6 +27,10 @@ A network for **acme** teams.
 <div onclick="window.__pwned=5" style="position:fixed;inset:0">cover</div>
 
 ![diagram](https://img.example.test/diagram.png)
+
+```hcl
+module "vpc" { source = "registry.example.test/acme/vpc/aws", cidr = "10.0.0.0/16", tags = { team = "network", cost_centre = "platform" } }
+```
 "#;
 
 const MAIN_TF: &str = r#"
@@ -38,6 +42,11 @@ variable "tags" {
   type    = map(string)
   default = {}
 }
+variable "flow_log_role" {
+  type        = string
+  description = "The role that writes the flow logs"
+  default     = "arn:aws:iam::123456789012:role/platform-network-flow-logs-writer-for-every-account"
+}
 output "vpc_id" {
   value       = "vpc-123"
   description = "The VPC's ID"
@@ -48,6 +57,10 @@ terraform {
   }
 }
 resource "aws_vpc" "this" {}
+data "aws_region" "here" {}
+module "subnets" {
+  source = "./modules/subnets"
+}
 "#;
 
 /// What the pages show: two versions of acme/vpc/aws (with the hostile README), a module
@@ -194,7 +207,23 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
         .text("#required-providers")
         .contains("hashicorp/aws"));
     assert!(browser.text("#resources").contains("aws_vpc.this"));
+    // The heading counts what the list shows: the resource, not the data source nor the
+    // module call, which has its own list.
+    assert_eq!(browser.text("#resources-heading"), "Resources (1)");
+    assert_eq!(browser.count("#resources li"), 1);
+    assert_eq!(browser.text("#module-calls-heading"), "Module calls (1)");
+    assert!(browser.text("#module-calls").contains("./modules/subnets"));
+    // Versions newest first, each with the ISO date it was published.
     assert_eq!(browser.count("#versions li"), 2);
+    let versions = browser.eval(
+        "return [...document.querySelectorAll('#versions li')].map(li => [li.querySelector('a, strong').textContent, li.querySelector('time').textContent, li.querySelector('time').dateTime]);",
+    );
+    let today = humantime::format_rfc3339(std::time::SystemTime::now()).to_string();
+    for (i, version) in ["1.1.0", "1.0.0"].iter().enumerate() {
+        assert_eq!(versions[i][0], *version, "{versions}");
+        assert_eq!(versions[i][1], today[..10], "{versions}");
+        assert!(versions[i][2].as_str().unwrap().starts_with(&today[..10]));
+    }
     let block = browser.text("#module-block");
     assert!(
         block.contains(&format!("source  = \"{host}/acme/vpc/aws\"")),
@@ -207,7 +236,6 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
         browser.eval("return document.querySelector('button[data-copy]').hidden;"),
         false
     );
-    browser.screenshot(&format!("{shape}-module"));
 
     // An older version, from the version list.
     browser.click("#versions a");
@@ -218,18 +246,30 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
     );
     assert_eq!(browser.text("#version"), "1.0.0");
 
-    // Readable on a phone: nothing wider than the screen.
-    browser.resize(390, 844);
-    browser.goto(&format!("{base}/modules/acme/vpc/aws"));
-    browser.settle();
-    let overflow = browser.eval(
-        "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
-    );
-    assert!(
-        overflow.as_i64().unwrap_or(1) <= 0,
-        "the page scrolls sideways by {overflow}px"
-    );
-    browser.screenshot(&format!("{shape}-module-phone"));
+    // Whole on a desktop and readable on a phone: the usage blocks fit (they wrap), a
+    // README code block and the inputs table fit or scroll within the window, and the
+    // page itself never scrolls sideways.
+    for (width, suffix) in [(1280, ""), (390, "-phone")] {
+        browser.resize(width, if width > 1000 { 1000 } else { 844 });
+        for page in ["modules/acme/vpc/aws", "providers/acme/widget"] {
+            browser.goto(&format!("{base}/{page}"));
+            browser.settle();
+            assert_eq!(browser.viewport().0, width);
+            browser.assert_readable(&["pre", ".readme pre", "table", "#inputs"]);
+            for usage in ["#module-block", "#provider-block"] {
+                if browser.count(usage) == 1 {
+                    assert!(
+                        browser.fits(&format!(".usage pre:has({usage})")),
+                        "{usage} is not whole at {width}px"
+                    );
+                }
+            }
+        }
+        browser.goto(&format!("{base}/modules/acme/vpc/aws"));
+        browser.settle();
+        assert_eq!(browser.count(".readme pre"), 1);
+        browser.checked_screenshot(&format!("{shape}-module{suffix}"));
+    }
     browser.resize(1280, 1000);
 
     // A provider page: versions, platforms, protocols, the signing key, usage.

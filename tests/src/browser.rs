@@ -13,6 +13,8 @@ use fantoccini::{Client, ClientBuilder, Locator};
 
 use crate::{wait_until, workspace_root, TempDir};
 
+mod png;
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
@@ -248,5 +250,98 @@ impl Browser {
         self.runtime
             .block_on(self.client().set_window_size(width, height))
             .unwrap();
+    }
+
+    /// How far the page itself scrolls sideways, in CSS pixels (0 when it fits the window).
+    pub fn page_overflow(&self) -> i64 {
+        self.eval("return document.documentElement.scrollWidth - window.innerWidth;")
+            .as_i64()
+            .unwrap_or(i64::MAX)
+    }
+
+    /// What is cut off of the elements `css` selects, one line each (none: all readable).
+    /// An element is readable when its content fits its box (`scrollWidth <= clientWidth`)
+    /// or it scrolls sideways itself (`overflow-x: auto` or `scroll`), and its box, or
+    /// the nearest wrapper that scrolls sideways, lies inside the window.
+    pub fn cut_off(&self, css: &str) -> Vec<String> {
+        let script = format!(
+            r#"const all = document.querySelectorAll({});
+            if (all.length === 0) return ['nothing is ' + {0}];
+            const scrolls = n => ['auto', 'scroll'].includes(getComputedStyle(n).overflowX);
+            const cut = [];
+            for (const e of all) {{
+                const name = e.tagName.toLowerCase() + (e.id ? '#' + e.id : '');
+                if (e.scrollWidth > e.clientWidth && !scrolls(e)) {{
+                    cut.push(name + ' holds ' + e.scrollWidth + 'px in ' + e.clientWidth + 'px and does not scroll');
+                    continue;
+                }}
+                let box = e;
+                while (box && box !== document.body && !scrolls(box)) box = box.parentElement;
+                if (!box || box === document.body) box = e;
+                const r = box.getBoundingClientRect();
+                if (r.left < -1 || r.right > window.innerWidth + 1) {{
+                    cut.push(name + ' spans ' + Math.round(r.left) + '..' + Math.round(r.right) + 'px of a ' + window.innerWidth + 'px window');
+                }}
+            }}
+            return cut;"#,
+            serde_json::Value::String(css.into())
+        );
+        match self.eval(&script) {
+            serde_json::Value::Array(lines) => lines
+                .iter()
+                .map(|l| l.as_str().unwrap_or_default().to_owned())
+                .collect(),
+            other => vec![format!("the check answered {other}")],
+        }
+    }
+
+    /// Asserts that the page does not scroll sideways and that nothing `selectors` select
+    /// is cut off (see [`Browser::cut_off`]); a selector that selects nothing is skipped.
+    pub fn assert_readable(&self, selectors: &[&str]) {
+        let (width, _) = self.viewport();
+        let overflow = self.page_overflow();
+        assert!(
+            overflow <= 0,
+            "{} scrolls sideways by {overflow}px at {width}px",
+            self.url()
+        );
+        for css in selectors {
+            if self.count(css) > 0 {
+                let cut = self.cut_off(css);
+                assert!(cut.is_empty(), "at {width}px on {}: {cut:?}", self.url());
+            }
+        }
+    }
+
+    /// True when every element `css` selects shows its content whole, without scrolling.
+    pub fn fits(&self, css: &str) -> bool {
+        let script = format!(
+            "const all = [...document.querySelectorAll({})]; return all.length > 0 && all.every(e => e.scrollWidth <= e.clientWidth && e.getBoundingClientRect().right <= window.innerWidth);",
+            serde_json::Value::String(css.into())
+        );
+        self.eval(&script) == true
+    }
+
+    /// The window's inner size in CSS pixels.
+    pub fn viewport(&self) -> (u32, u32) {
+        let size = self.eval("return [window.innerWidth, window.innerHeight];");
+        let at = |i: usize| size[i].as_u64().unwrap_or(0) as u32;
+        (at(0), at(1))
+    }
+
+    /// Saves a screenshot as [`Browser::screenshot`] does, and checks it: a PNG of the
+    /// window's size (at one device pixel per CSS pixel), and not blank.
+    pub fn checked_screenshot(&self, name: &str) -> PathBuf {
+        let path = self.screenshot(name);
+        let png = std::fs::read(&path).unwrap();
+        let (width, height) = png::size(&png).expect("a PNG header");
+        assert_eq!(
+            (width, height),
+            self.viewport(),
+            "{} is not the window's size",
+            path.display()
+        );
+        assert!(png::shows_something(&png), "{} is blank", path.display());
+        path
     }
 }

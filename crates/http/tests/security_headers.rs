@@ -180,7 +180,7 @@ async fn every_html_answer_of_every_family_carries_the_security_headers() {
     )
     .await;
     assert!(!headers.contains_key("content-security-policy"));
-    let (status, headers) = send(&pages, Method::GET, "/assets/tfreg-2.css", None).await;
+    let (status, headers) = send(&pages, Method::GET, "/assets/tfreg-3.css", None).await;
     assert_eq!(status, 200);
     assert_eq!(headers["x-content-type-options"], "nosniff");
     assert_ne!(headers["cache-control"], "no-store");

@@ -107,7 +107,7 @@ async fn the_pages_are_a_family_of_their_own() {
         "/modules/acme/vpc/aws",
         "/providers/acme/widget",
         "/namespaces/acme",
-        "/assets/tfreg-2.css",
+        "/assets/tfreg-3.css",
     ] {
         assert_eq!(
             given.get(path, None).await.family,
@@ -298,7 +298,7 @@ async fn without_a_session_secret_signing_in_says_why_it_cannot() {
 #[tokio::test]
 async fn the_assets_are_cached_for_good_and_unknown_ones_are_not_found() {
     let given = given(&[], false, false).await;
-    let css = given.get("/assets/tfreg-2.css", None).await;
+    let css = given.get("/assets/tfreg-3.css", None).await;
     assert_eq!(css.status, 200);
     assert_eq!(css.content_type, "text/css; charset=utf-8");
     assert!(css.headers[header::CACHE_CONTROL]

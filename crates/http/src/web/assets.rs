@@ -6,7 +6,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// The stylesheet's path.
-pub const STYLESHEET: &str = "/assets/tfreg-2.css";
+pub const STYLESHEET: &str = "/assets/tfreg-3.css";
 /// The copy buttons' script's path.
 pub const SCRIPT: &str = "/assets/tfreg-1.js";
 
@@ -15,7 +15,7 @@ const JS: &str = include_str!("assets/tfreg.js");
 
 pub async fn serve(Path(file): Path<String>) -> Response {
     let (body, content_type) = match file.as_str() {
-        "tfreg-2.css" => (CSS, "text/css; charset=utf-8"),
+        "tfreg-3.css" => (CSS, "text/css; charset=utf-8"),
         "tfreg-1.js" => (JS, "text/javascript; charset=utf-8"),
         _ => return crate::ApiError::NotFound("no such file".into()).into_response(),
     };

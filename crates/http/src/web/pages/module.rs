@@ -8,7 +8,7 @@ use axum::response::Response;
 use axum::Extension;
 use maud::{html, Markup, PreEscaped};
 use tfreg_core::module_docs::ModulePart;
-use tfreg_core::registry::modules::ModulePage;
+use tfreg_core::registry::modules::{ModulePage, VersionPublished};
 use tfreg_core::{ModuleAddress, Version};
 
 use super::{date, failure, not_found, pessimistic_constraint, registry_host};
@@ -122,6 +122,20 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
             " · published " (date(entry.published_at.as_deref()))
             @if let Some(source) = &entry.source { " · source " (source_link(source)) }
         }
+        section.wide aria-labelledby="usage-heading" {
+            h2 #usage-heading { "Usage" }
+            (layout::copyable("module-block", "module block", &usage(address, &entry.version, host, root)))
+            @if let Some(required) = &root.required_version {
+                p.muted { "Terraform " code { (required) } }
+            }
+            @if details.providers.len() > 1 {
+                p { "Also for: "
+                    @for system in details.providers.iter().filter(|s| s.as_str() != address.system.as_str()) {
+                        a.tag href=(format!("/modules/{}/{}/{system}", address.namespace, address.name)) { (system) } " "
+                    }
+                }
+            }
+        }
         div.layout {
             div {
                 section aria-labelledby="readme-heading" {
@@ -132,37 +146,35 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
                 (outputs(root))
                 (providers(root))
                 (resources(root))
+                (module_calls(root))
                 (parts("Submodules", "submodules", &details.submodules, remote_images))
                 (parts("Examples", "examples", &details.examples, remote_images))
             }
             aside {
-                section aria-labelledby="usage-heading" {
-                    h2 #usage-heading { "Usage" }
-                    (layout::copyable("module-block", "module block", &usage(address, &entry.version, host, root)))
-                    @if let Some(required) = &root.required_version {
-                        p.muted { "Terraform " code { (required) } }
-                    }
-                    @if details.providers.len() > 1 {
-                        p { "Also for: "
-                            @for system in details.providers.iter().filter(|s| s.as_str() != address.system.as_str()) {
-                                a.tag href=(format!("/modules/{}/{}/{system}", address.namespace, address.name)) { (system) } " "
-                            }
-                        }
-                    }
-                }
                 section aria-labelledby="versions-heading" {
                     h2 #versions-heading { "Versions" }
-                    ol.versions #versions reversed {
-                        @for published in page.published.iter().rev() {
-                            li {
-                                @if published.version == entry.version {
-                                    strong aria-current="page" { (published.version.to_string()) }
-                                } @else {
-                                    a href=(format!("{base}/{}", published.version)) { (published.version.to_string()) }
-                                }
-                                " " span.muted { (date(published.published_at.as_deref())) }
-                            }
-                        }
+                    (versions(&base, &entry.version, &page.published))
+                }
+            }
+        }
+    }
+}
+
+/// Every served version, newest first, each with the date it was published.
+fn versions(base: &str, shown: &Version, published: &[VersionPublished]) -> Markup {
+    html! {
+        ul.versions #versions {
+            @for published in published.iter().rev() {
+                li {
+                    @if published.version == *shown {
+                        strong aria-current="page" { (published.version.to_string()) }
+                    } @else {
+                        a href=(format!("{base}/{}", published.version)) { (published.version.to_string()) }
+                    }
+                    " "
+                    @match published.published_at.as_deref() {
+                        Some(at) => time.muted datetime=(at) { (date(Some(at))) },
+                        None => span.muted { "date unknown" },
                     }
                 }
             }
@@ -251,19 +263,38 @@ fn providers(part: &ModulePart) -> Markup {
     }
 }
 
+/// The `resource` blocks (data sources are not listed), counted as listed.
 fn resources(part: &ModulePart) -> Markup {
     html! {
         section aria-labelledby="resources-heading" {
             h2 #resources-heading { "Resources (" (part.resources.len()) ")" }
-            @if part.resources.is_empty() && part.dependencies.is_empty() {
+            @if part.resources.is_empty() {
                 p.muted { "None." }
             } @else {
                 ul #resources {
                     @for resource in &part.resources {
                         li { code { (resource.type_) "." (resource.name) } }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The `module` blocks: a list of their own, so neither heading counts the other's.
+fn module_calls(part: &ModulePart) -> Markup {
+    html! {
+        section aria-labelledby="module-calls-heading" {
+            h2 #module-calls-heading { "Module calls (" (part.dependencies.len()) ")" }
+            @if part.dependencies.is_empty() {
+                p.muted { "None." }
+            } @else {
+                ul #module-calls {
                     @for call in &part.dependencies {
-                        li { "module " code { (call.name) } " from " code { (call.source) } }
+                        li {
+                            "module " code { (call.name) } " from " code { (call.source) }
+                            @if !call.version.is_empty() { " " code { (call.version) } }
+                        }
                     }
                 }
             }
@@ -313,7 +344,72 @@ fn inputs_compact(part: &ModulePart) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tfreg_core::module_docs::ModuleInput;
+    use tfreg_core::module_docs::{ModuleCall, ModuleInput, ModuleResource};
+
+    #[test]
+    fn versions_are_listed_newest_first_with_their_dates() {
+        let v = |s: &str| Version::parse(s).unwrap();
+        let published = [
+            ("1.0.0", Some("2026-01-05T10:00:00Z")),
+            ("1.1.0", Some("2026-03-07T10:00:00Z")),
+            ("2.0.0", None),
+        ]
+        .map(|(version, at)| VersionPublished {
+            version: v(version),
+            published_at: at.map(String::from),
+        });
+        let html = versions("/modules/a/b/c", &v("1.1.0"), &published).into_string();
+        assert!(
+            html.starts_with("<ul class=\"versions\" id=\"versions\">"),
+            "{html}"
+        );
+        let at = |text: &str| html.find(text).unwrap_or_else(|| panic!("{text}: {html}"));
+        assert!(
+            at("2.0.0") < at("1.1.0") && at("1.1.0") < at("1.0.0"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<time class=\"muted\" datetime=\"2026-03-07T10:00:00Z\">2026-03-07</time>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<strong aria-current=\"page\">1.1.0</strong>"),
+            "{html}"
+        );
+        assert!(html.contains("date unknown"), "{html}");
+    }
+
+    #[test]
+    fn each_heading_counts_what_its_list_shows() {
+        let root = ModulePart {
+            resources: vec![ModuleResource {
+                name: "this".into(),
+                type_: "aws_vpc".into(),
+            }],
+            dependencies: vec![ModuleCall {
+                name: "subnets".into(),
+                source: "./modules/subnets".into(),
+                version: String::new(),
+            }],
+            ..Default::default()
+        };
+        let html = html! { (resources(&root)) (module_calls(&root)) }.into_string();
+        let list = |id: &str| {
+            let start = html.find(&format!("id=\"{id}\"")).unwrap();
+            html[start..]
+                .split("</ul>")
+                .next()
+                .unwrap()
+                .matches("<li>")
+                .count()
+        };
+        assert!(html.contains("Resources (1)"), "{html}");
+        assert_eq!(list("resources"), 1, "{html}");
+        assert!(html.contains("Module calls (1)"), "{html}");
+        assert_eq!(list("module-calls"), 1, "{html}");
+    }
 
     #[test]
     fn the_module_block_names_the_registry_and_the_required_inputs() {

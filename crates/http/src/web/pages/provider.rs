@@ -87,6 +87,10 @@ fn render(provider: &ProviderAddress, details: &ProviderDetails, host: &str) -> 
             "Version " strong #version { (details.version.to_string()) }
             " · published " (date(details.published_at.as_deref()))
         }
+        section.wide aria-labelledby="usage-heading" {
+            h2 #usage-heading { "Usage" }
+            (layout::copyable("provider-block", "required_providers block", &usage(provider, &details.version, host)))
+        }
         div.layout {
             div {
                 dl {
@@ -105,13 +109,9 @@ fn render(provider: &ProviderAddress, details: &ProviderDetails, host: &str) -> 
                 }
             }
             aside {
-                section aria-labelledby="usage-heading" {
-                    h2 #usage-heading { "Usage" }
-                    (layout::copyable("provider-block", "required_providers block", &usage(provider, &details.version, host)))
-                }
                 section aria-labelledby="versions-heading" {
                     h2 #versions-heading { "Versions" }
-                    ol.versions #versions reversed {
+                    ul.versions #versions {
                         @for version in details.versions.iter().rev() {
                             li {
                                 @if *version == details.version {
