@@ -107,6 +107,7 @@ bench: bench-tools venv
 	$(CARGO) build --locked --release --workspace --bins
 	$(CARGO_TARGET_DIR)/release/tfreg-bench $(ARGS)
 	$(CARGO) bench --locked -p tfreg-local --bench tokens
+	$(CARGO) bench --locked -p tfreg-core --bench search
 
 bench-tools:
 	@if command -v wrk >/dev/null && command -v nginx >/dev/null && command -v unzip >/dev/null; then exit 0; fi; \

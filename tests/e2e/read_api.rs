@@ -35,6 +35,19 @@ fn files() -> Vec<(String, Vec<u8>)> {
         (format!("modules/{m}.tar.gz"), module(version))
     })
     .collect();
+    // Modules found by a word of their README and an input's description (search).
+    let dns = module_files("0.1.0-rc.1");
+    files[4].1 = tar_gz(&[
+        (dns[0].0, &dns[0].1),
+        ("README.md", "# DNS\n\nZones for the network.\n"),
+    ]);
+    files[5].1 = tar_gz(&[
+        (
+            "main.tf",
+            "variable \"region\" {\n  description = \"The Tenancy to use\"\n}\n",
+        ),
+        ("README.md", "# Secrets\n\nKeeps values in Kubernetes.\n"),
+    ]);
     let gpg = Gpg::new();
     gpg.generate("release@example.test", "rsa2048", "never", None);
     let release = provider_release("widget", "1.0.0", &["linux_amd64", "darwin_arm64"]);
@@ -168,6 +181,20 @@ fn the_read_api_answers(server: &Server, all: &str, acme: &str) {
     );
     let found = client.json("/v1/modules/search?q=secret", all, 200);
     assert_eq!(ids(&found), ["globex/secret/aws/1.0.0"]);
+    for words in ["kubernetes", "KUBERN", "tenancy%20secret", "region"] {
+        let found = client.json(&format!("/v1/modules/search?q={words}"), all, 200);
+        assert_eq!(ids(&found), ["globex/secret/aws/1.0.0"], "{words}");
+    }
+    // Ranked: a word in the address before one in a README.
+    let found = client.json("/v1/modules/search?q=network", all, 200);
+    assert_eq!(
+        ids(&found),
+        [
+            "acme/network/aws/1.1.0",
+            "acme/network/azurerm/0.1.0",
+            "acme/dns/aws/0.1.0-rc.1"
+        ]
+    );
 
     // Pages, with the acme-only token: globex is absent, and pages stay full.
     let mut seen = Vec::new();

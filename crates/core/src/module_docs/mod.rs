@@ -14,10 +14,13 @@ pub mod publisher;
 mod read;
 #[cfg(test)]
 mod tests;
+mod words;
 
 use serde::{Deserialize, Serialize};
 
 use crate::module_archive::ModuleArchiveError;
+
+pub use words::MAX_SEARCH_WORDS;
 
 pub use read::{
     read, read_checked, MAX_CONFIG_BYTES, MAX_CONFIG_FILE_BYTES, MAX_DOCS_BYTES, MAX_FOLDERS,

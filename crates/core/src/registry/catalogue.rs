@@ -1,19 +1,24 @@
 //! The modules' catalogue as an index, made once per change of the listing and kept: every
-//! module's summary in address order, with a search index over the words of its address
-//! and description. A page of the catalogue walks only as far as it shows; a search looks
-//! its words up instead of reading every module, then checks the few it found.
+//! module's summary in address order, with a search index. A page of the catalogue walks
+//! only as far as it shows; a search looks its words up instead of reading every module,
+//! then checks the few it found.
 //!
-//! Search keeps its meaning: a module matches when its address and description, in any
-//! case, hold every word of the query as a substring. Each run of letters and digits in a
-//! query word lies inside one such run of the text, so the modules a word can match are
-//! those with a token containing each of its runs: found by binary search among the sorted
-//! suffixes of the distinct tokens, then checked against the whole text.
+//! A module matches a search when, for every word of the query (in any case), its address
+//! or description holds the word as a substring, or, for a word of letters and digits
+//! only, one of the words of its README, inputs and outputs ([`ModuleSummary::words`])
+//! starts with it. Each run of letters and digits in a query word lies inside one such run
+//! of the address and description, so the modules a word can match there are those with a
+//! token containing each of its runs: found by binary search among the sorted suffixes of
+//! their distinct tokens (checked against the text when the word has more than one run).
+//! The other words are indexed whole, sorted, so a prefix is one binary search. Matches are
+//! ranked: a word in the address counts most, then in the description, then elsewhere;
+//! ties stay in address order.
 //!
 //! The pages asked of a catalogue are kept with it, as answered: a page is made of the
 //! catalogue alone (and what it was asked with), so it holds until the catalogue is made
 //! again, and the catalogue's first page, the one every visit starts from, costs a lookup.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::modules::ModuleFilter;
@@ -64,14 +69,71 @@ impl PageKey {
 pub struct Catalogue {
     /// Every listed module, in address order (so a namespace's are together).
     modules: Vec<ModuleSummary>,
-    /// Each module's searchable text: its address and description, lowercased.
+    /// Each module's address and description, lowercased.
     texts: Vec<String>,
-    /// The suffixes of every distinct token, sorted, each with its token.
-    suffixes: Vec<(Box<str>, u32)>,
-    /// For each token, the modules whose text holds it, in order.
-    postings: Vec<Vec<u32>>,
+    /// Where each text's address ends: what ranks a match.
+    addresses: Vec<usize>,
+    /// The tokens of the texts: every suffix of each, sorted, with the modules holding it.
+    suffixes: Postings,
+    /// The other words (README, inputs, outputs), each whole, sorted.
+    words: Postings,
     /// The pages answered from this catalogue.
     pages: Mutex<HashMap<PageKey, Arc<ModuleList>>>,
+}
+
+/// Sorted keys, each with the modules holding it.
+#[derive(Debug, Default)]
+struct Postings {
+    /// The keys, sorted, each with its list.
+    keys: Vec<(Box<str>, u32)>,
+    /// The lists: module positions, in order.
+    lists: Vec<Vec<u32>>,
+}
+
+impl Postings {
+    /// The postings of `entries` (module, token), given in module order; with `suffixes`,
+    /// every suffix of each token is a key.
+    fn new<'a>(entries: impl Iterator<Item = (u32, &'a str)>, suffixes: bool) -> Self {
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut lists: Vec<Vec<u32>> = Vec::new();
+        for (module, token) in entries {
+            let next = ids.len() as u32;
+            let id = *ids.entry(token).or_insert(next);
+            if id == next {
+                lists.push(Vec::new());
+            }
+            let list = &mut lists[id as usize];
+            if list.last() != Some(&module) {
+                list.push(module);
+            }
+        }
+        let mut keys: Vec<(Box<str>, u32)> = match suffixes {
+            true => ids
+                .iter()
+                .flat_map(|(token, id)| {
+                    token
+                        .char_indices()
+                        .map(move |(at, _)| (Box::from(&token[at..]), *id))
+                })
+                .collect(),
+            false => ids.iter().map(|(t, id)| (Box::from(*t), *id)).collect(),
+        };
+        keys.sort_unstable();
+        Self { keys, lists }
+    }
+
+    /// The modules holding a key that starts with `part`, in order.
+    fn starting_with(&self, part: &str) -> Vec<u32> {
+        let start = self.keys.partition_point(|(k, _)| &**k < part);
+        let mut found: Vec<u32> = self.keys[start..]
+            .iter()
+            .take_while(|(k, _)| k.starts_with(part))
+            .flat_map(|(_, list)| self.lists[*list as usize].iter().copied())
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
 }
 
 /// The runs of letters and digits in `text`.
@@ -80,50 +142,49 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
         .filter(|t| !t.is_empty())
 }
 
+/// True when `word` is one run of letters and digits.
+fn one_run(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(char::is_alphanumeric)
+}
+
 impl Catalogue {
     /// The catalogue of `summaries` (in any order).
     pub fn new(mut summaries: Vec<ModuleSummary>) -> Self {
         summaries.sort_by_cached_key(|s| s.address.to_string());
-        let texts: Vec<String> = summaries
+        for summary in &mut summaries {
+            summary.words.make_ascii_lowercase();
+        }
+        let (texts, addresses): (Vec<String>, Vec<usize>) = summaries
             .iter()
             .map(|s| {
-                format!(
-                    "{} {}",
-                    s.address,
-                    s.description.as_deref().unwrap_or_default()
+                let address = s.address.to_string();
+                let description = s.description.as_deref().unwrap_or_default();
+                (
+                    format!("{address} {description}").to_lowercase(),
+                    address.len(),
                 )
-                .to_lowercase()
             })
-            .collect();
-        let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
-        let mut postings: Vec<Vec<u32>> = Vec::new();
-        for (module, text) in texts.iter().enumerate() {
-            for token in tokens(text) {
-                let next = ids.len() as u32;
-                let id = *ids.entry(token).or_insert(next);
-                if id == next {
-                    postings.push(Vec::new());
-                }
-                let list = &mut postings[id as usize];
-                if list.last() != Some(&(module as u32)) {
-                    list.push(module as u32);
-                }
-            }
-        }
-        let mut suffixes: Vec<(Box<str>, u32)> = ids
-            .iter()
-            .flat_map(|(token, id)| {
-                token
-                    .char_indices()
-                    .map(move |(at, _)| (Box::from(&token[at..]), *id))
-            })
-            .collect();
-        suffixes.sort_unstable();
+            .unzip();
+        let suffixes = Postings::new(
+            texts
+                .iter()
+                .enumerate()
+                .flat_map(|(i, text)| tokens(text).map(move |t| (i as u32, t))),
+            true,
+        );
+        let words = Postings::new(
+            summaries
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| tokens(&s.words).map(move |t| (i as u32, t))),
+            false,
+        );
         Self {
             modules: summaries,
             texts,
+            addresses,
             suffixes,
-            postings,
+            words,
             pages: Mutex::default(),
         }
     }
@@ -154,43 +215,54 @@ impl Catalogue {
         self.modules.is_empty()
     }
 
-    /// The modules holding a token that contains `part`, in order.
-    fn holding(&self, part: &str) -> Vec<u32> {
-        let start = self.suffixes.partition_point(|(s, _)| &**s < part);
-        let mut found: Vec<u32> = self.suffixes[start..]
-            .iter()
-            .take_while(|(s, _)| s.starts_with(part))
-            .flat_map(|(_, token)| self.postings[*token as usize].iter().copied())
-            .collect();
-        found.sort_unstable();
-        found.dedup();
-        found
-    }
-
-    /// The modules that may hold every word of `query`, in order; `None` when the words
-    /// have no letters or digits to look up (every module is then checked).
-    fn candidates(&self, query: &str) -> Option<Vec<u32>> {
-        let mut parts: Vec<&str> = tokens(query).collect();
+    /// The modules that may match `word` (lowercase), in order, and whether each surely
+    /// does: a word of one run matches exactly the modules with a token containing it or a
+    /// word starting with it; a word of several runs, only modules holding each run, which
+    /// are then checked against the text.
+    fn matching(&self, word: &str) -> (Vec<u32>, bool) {
+        if one_run(word) {
+            let mut found = self.suffixes.starting_with(word);
+            found.extend(self.words.starting_with(word));
+            found.sort_unstable();
+            found.dedup();
+            return (found, true);
+        }
+        let mut parts: Vec<&str> = tokens(word).collect();
         // The longest parts first: they find the fewest modules.
         parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
         parts.dedup();
         let mut found: Option<Vec<u32>> = None;
         for part in parts {
-            let holding = self.holding(part);
+            let holding = self.suffixes.starting_with(part);
             found = Some(match found {
                 None => holding,
                 Some(known) => intersect(&known, &holding),
             });
-            if found.as_ref().is_some_and(Vec::is_empty) {
-                break;
-            }
         }
-        found
+        match found {
+            Some(found) => (found, false),
+            // No letters or digits: every module, checked.
+            None => ((0..self.modules.len() as u32).collect(), false),
+        }
     }
 
-    /// The modules `filter` selects that `access` may read, in address order, skipping
-    /// `skip` of them and stopping after `take`: no more of the catalogue is read than
-    /// the page and whether another follows need.
+    /// How much `word`, matched by module `i`, counts: in the address most, then in the
+    /// description, then among its other words.
+    fn weight(&self, i: usize, word: &str) -> u32 {
+        let text = &self.texts[i];
+        if text[..self.addresses[i]].contains(word) {
+            4
+        } else if text.contains(word) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// The modules `filter` selects that `access` may read, skipping `skip` of them and
+    /// stopping after `take`. Without a query, in address order, and no more of the
+    /// catalogue is read than the page and whether another follows need; with one, ranked
+    /// (every match is found, from the index, to rank it).
     pub fn select(
         &self,
         access: &Access,
@@ -199,30 +271,63 @@ impl Catalogue {
         take: usize,
     ) -> Vec<&ModuleSummary> {
         let query = filter.query.as_deref().map(str::to_lowercase);
-        let words: Vec<&str> = query
+        let mut words: Vec<&str> = query
             .as_deref()
             .map(|q| q.split_whitespace().collect())
             .unwrap_or_default();
+        words.dedup();
         let range = match &filter.namespace {
             Some(namespace) => self.namespace_range(namespace.as_str()),
             None => 0..self.modules.len(),
         };
-        let within = |i: &usize| range.contains(i);
-        let candidates: Box<dyn Iterator<Item = usize>> =
-            match query.as_deref().and_then(|q| self.candidates(q)) {
-                Some(found) => Box::new(found.into_iter().map(|i| i as usize).filter(within)),
-                None => Box::new(range.clone()),
+        let allowed = |i: &usize| {
+            let summary = &self.modules[*i];
+            access.allows(&summary.address.namespace) && filter.selects(summary)
+        };
+        if words.is_empty() {
+            return range
+                .filter(allowed)
+                .skip(skip)
+                .take(take)
+                .map(|i| &self.modules[i])
+                .collect();
+        }
+        // The modules matching every word: the rarest lists first.
+        let mut found: Option<Vec<u32>> = None;
+        for word in &words {
+            let (holding, sure) = self.matching(word);
+            let holding: Vec<u32> = match sure {
+                true => holding,
+                false => holding
+                    .into_iter()
+                    .filter(|i| self.texts[*i as usize].contains(word))
+                    .collect(),
             };
-        candidates
-            .filter(|i| {
-                let summary = &self.modules[*i];
-                access.allows(&summary.address.namespace)
-                    && filter.selects(summary)
-                    && words.iter().all(|w| self.texts[*i].contains(w))
+            found = Some(match found {
+                None => holding,
+                Some(known) => intersect(&known, &holding),
+            });
+            if found.as_ref().is_some_and(Vec::is_empty) {
+                break;
+            }
+        }
+        let mut ranked: Vec<(std::cmp::Reverse<u32>, usize)> = found
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| i as usize)
+            .filter(|i| range.contains(i))
+            .filter(allowed)
+            .map(|i| {
+                let score = words.iter().map(|w| self.weight(i, w)).sum();
+                (std::cmp::Reverse(score), i)
             })
+            .collect();
+        ranked.sort_unstable();
+        ranked
+            .into_iter()
             .skip(skip)
             .take(take)
-            .map(|i| &self.modules[i])
+            .map(|(_, i)| &self.modules[i])
             .collect()
     }
 
@@ -268,6 +373,7 @@ mod tests {
             published_at: 0,
             source: None,
             description: Some(description.into()),
+            words: String::new(),
         }
     }
 
@@ -294,13 +400,18 @@ mod tests {
         }
     }
 
-    /// The meaning search has always had: every word, as a substring, in any case.
+    /// What search means: every word in the address or description as a substring, or,
+    /// for a word of letters and digits, at the start of one of the other words.
     fn by_scanning(c: &Catalogue, q: &str) -> Vec<String> {
         let q = q.to_lowercase();
         c.modules
             .iter()
             .zip(&c.texts)
-            .filter(|(_, text)| q.split_whitespace().all(|w| text.contains(w)))
+            .filter(|(s, text)| {
+                q.split_whitespace().all(|w| {
+                    text.contains(w) || (one_run(w) && s.words.split(' ').any(|t| t.starts_with(w)))
+                })
+            })
             .map(|(s, _)| s.address.to_string())
             .collect()
     }
@@ -322,15 +433,63 @@ mod tests {
             "t/a",
         ] {
             assert_eq!(
-                found(&c, &Access::All, &query(q)),
-                by_scanning(&c, q),
+                sorted(found(&c, &Access::All, &query(q))),
+                sorted(by_scanning(&c, q)),
                 "{q}"
             );
         }
+        // Ranked: a word in the address before one in the description.
         assert_eq!(
             found(&c, &Access::All, &query("subnet")),
-            ["acme/network/aws", "beta/subnet-calc/aws"]
+            ["beta/subnet-calc/aws", "acme/network/aws"]
         );
+    }
+
+    /// What scanning finds, in any order.
+    fn sorted(mut found: Vec<String>) -> Vec<String> {
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn readme_inputs_and_outputs_are_found_and_rank_below_address_and_description() {
+        let mut documented = summary("acme/dns/aws", "Zones");
+        documented.words = "zone name the route53 zone to create readme mentions vpc".into();
+        let c = Catalogue::new(vec![
+            documented,
+            summary("acme/network/aws", "VPC with Subnets"),
+            summary("acme/vpc/aws", "Peering"),
+        ]);
+        for q in [
+            "route53",
+            "vpc",
+            "zone name",
+            "VPC zones",
+            "mentions network",
+            "rout",
+            "oute53",
+            "zones/zone",
+        ] {
+            assert_eq!(
+                sorted(found(&c, &Access::All, &query(q))),
+                sorted(by_scanning(&c, q)),
+                "{q}"
+            );
+        }
+        assert_eq!(found(&c, &Access::All, &query("route53")), ["acme/dns/aws"]);
+        assert_eq!(
+            found(&c, &Access::All, &query("vpc")),
+            ["acme/vpc/aws", "acme/network/aws", "acme/dns/aws"]
+        );
+        // A description's end and the words' start are not one word.
+        assert!(found(&c, &Access::All, &query("zoneszone")).is_empty());
+        // Pages of a ranked search.
+        let page: Vec<String> = c
+            .select(&Access::All, &query("vpc"), 1, 1)
+            .iter()
+            .map(|s| s.address.to_string())
+            .collect();
+        assert_eq!(page, ["acme/network/aws"]);
     }
 
     #[test]

@@ -78,6 +78,11 @@ pub fn summary_of(archives: Vec<ModuleArchive>) -> Option<ModuleSummary> {
         published_at: archive.published_at,
         source: archive.source.clone(),
         description: archive.description.clone(),
+        words: archive
+            .docs
+            .as_ref()
+            .map(|docs| docs.search_words())
+            .unwrap_or_default(),
     })
 }
 

@@ -188,6 +188,12 @@ pub struct ModuleSummary {
     /// The latest version's line about the module, if any.
     #[serde(default)]
     pub description: Option<String>,
+    /// More words to find it by: the latest version's root inputs, outputs and README,
+    /// each word once (at most [`crate::module_docs::MAX_SEARCH_WORDS`] bytes); empty
+    /// when it documents none, or for entries written before they were kept (a reindex
+    /// writes them).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub words: String,
 }
 
 /// A published file that cannot be served, and why: what `tfreg status` shows publishers.
