@@ -155,6 +155,31 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
     assert!(browser.text("#providers").contains("acme/widget"));
     browser.screenshot(&format!("{shape}-catalogue"));
 
+    // How to point Terraform at this registry, with the host the pages print.
+    let panel = browser.text("#use-registry");
+    assert!(
+        browser
+            .text("#credentials-block")
+            .starts_with(&format!("credentials \"{host}\" {{")),
+        "{panel}"
+    );
+    assert!(
+        browser
+            .text("#config-file-trap")
+            .contains("TF_CLI_CONFIG_FILE"),
+        "{panel}"
+    );
+    match host.contains(':') {
+        true => assert_eq!(browser.count("#token-variable-note"), 1, "{panel}"),
+        false => assert_eq!(
+            browser.text("#token-variable"),
+            format!(
+                "export TF_TOKEN_{}=<your token>\n",
+                host.replace('-', "__").replace('.', "_")
+            )
+        ),
+    }
+
     // Search: words narrow both lists.
     browser.fill("#q", "widget");
     browser.click("form.search button[type=submit]");
@@ -251,12 +276,12 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
     // page itself never scrolls sideways.
     for (width, suffix) in [(1280, ""), (390, "-phone")] {
         browser.resize(width, if width > 1000 { 1000 } else { 844 });
-        for page in ["modules/acme/vpc/aws", "providers/acme/widget"] {
+        for page in ["", "modules/acme/vpc/aws", "providers/acme/widget"] {
             browser.goto(&format!("{base}/{page}"));
             browser.settle();
             assert_eq!(browser.viewport().0, width);
             browser.assert_readable(&["pre", ".readme pre", "table", "#inputs"]);
-            for usage in ["#module-block", "#provider-block"] {
+            for usage in ["#module-block", "#provider-block", "#credentials-block"] {
                 if browser.count(usage) == 1 {
                     assert!(
                         browser.fits(&format!(".usage pre:has({usage})")),

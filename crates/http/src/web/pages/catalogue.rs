@@ -16,8 +16,9 @@ use tfreg_core::registry::modules::MAX_QUERY_CHARS;
 use tfreg_core::registry::{ModuleFilter, Page, ProviderFilter, ProviderSummary};
 use tfreg_core::Namespace;
 
-use super::{date, failure, not_found};
-use crate::extract::JsonPath;
+use super::connect::{panel, Connect};
+use super::{date, failure, not_found, registry_host};
+use crate::extract::{JsonPath, RequestOrigin};
 use crate::web::{html, layout, Viewer, WebState};
 
 /// How many modules a catalogue page shows.
@@ -115,13 +116,22 @@ impl CatalogueQuery {
 pub async fn page(
     State(state): State<WebState>,
     Extension(viewer): Extension<Viewer>,
+    origin: RequestOrigin,
     query: Result<Query<CatalogueQuery>, QueryRejection>,
 ) -> Response {
     let filters = query
         .map_err(|e| e.body_text())
         .and_then(|Query(q)| q.check());
     match filters {
-        Ok(filters) => listing(&state, &viewer, filters, None).await,
+        Ok(filters) => {
+            let host = registry_host(&state.registry, &origin);
+            let connect = Connect {
+                host: &host,
+                public: viewer.public,
+                login: state.sign_in_with.is_some(),
+            };
+            listing(&state, &viewer, filters, None, Some(&connect)).await
+        }
         Err(problem) => {
             let body = html! {
                 h1 { "Catalogue" }
@@ -156,7 +166,7 @@ pub async fn namespace(
         return not_found(&viewer, "The filters of this page are not valid.");
     };
     filters.namespace = Some(namespace.clone());
-    listing(&state, &viewer, filters, Some(&namespace)).await
+    listing(&state, &viewer, filters, Some(&namespace), None).await
 }
 
 async fn listing(
@@ -164,6 +174,7 @@ async fn listing(
     viewer: &Viewer,
     filters: Filters,
     fixed: Option<&Namespace>,
+    connect: Option<&Connect<'_>>,
 ) -> Response {
     let module_filter = ModuleFilter {
         namespace: filters.namespace.clone(),
@@ -223,6 +234,7 @@ async fn listing(
         (search_form(&filters, fixed))
         (state.rendered.section(&modules, &path, &params))
         (provider_section(&providers, filters.page.offset))
+        @if let Some(connect) = connect { (panel(connect)) }
     };
     html(StatusCode::OK, layout::page(&title, Some(viewer), body))
 }

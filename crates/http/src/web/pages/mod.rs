@@ -1,6 +1,7 @@
 //! The pages, by what they show; helpers they share.
 
 pub mod catalogue;
+pub mod connect;
 pub mod module;
 pub mod provider;
 pub mod upstream;
