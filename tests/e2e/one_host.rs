@@ -126,36 +126,21 @@ impl Drop for Nginx {
 #[test]
 fn nginx_in_front_serves_the_registry_under_its_public_name() {
     require("nginx", "nginx");
-    // Given a registry whose public name is the proxy's,
-    let data = TempDir::new().unwrap();
-    let archive = tar_gz(&[("main.tf", "output \"v\" { value = 1 }\n")]);
-    publish(
-        data.path(),
-        "modules/acme/network/aws/1.0.0.tar.gz",
-        &archive,
-    );
-    let server = Server::start(data.path(), &["--hostname", PUBLIC]);
-
-    // and nginx in front of it with the example configuration (its own certificate for the
-    // public name, tfreg's generated one trusted for the upstream connection, test ports),
-    let dir = TempDir::new().unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec![PUBLIC.to_owned()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let (cert_path, key_path) = (dir.path().join("public.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_path, cert.pem()).unwrap();
-    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    // Given a registry whose public name is the proxy's, and nginx in front of it with the
+    // example configuration (a certificate for the public name, tfreg's generated one trusted
+    // for the upstream connection, test ports),
+    let (data, dir) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let (server, archive, pem, cert_path, key_path) =
+        registry_and_certificate(data.path(), dir.path());
     let (https, http) = (free_port(), free_port());
     let site = packaging("nginx/tfreg.conf")
         .replace(
             "/etc/letsencrypt/live/registry.example.com/fullchain.pem",
-            cert_path.to_str().unwrap(),
+            &cert_path,
         )
         .replace(
             "/etc/letsencrypt/live/registry.example.com/privkey.pem",
-            key_path.to_str().unwrap(),
+            &key_path,
         )
         .replace(
             "/etc/nginx/tfreg-upstream.pem",
@@ -170,8 +155,29 @@ fn nginx_in_front_serves_the_registry_under_its_public_name() {
         .collect::<Vec<_>>()
         .join("\n");
     let nginx = Nginx::start(dir.path(), &site);
+    serves_under_public_name(&pem, https, &archive);
+    // Plain HTTP is sent to HTTPS.
+    let plain = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!(
+            "http://127.0.0.1:{http}/v1/modules/acme/network/aws/versions"
+        ))
+        .header("host", PUBLIC)
+        .send()
+        .unwrap();
+    assert_eq!(plain.status().as_u16(), 301);
+    drop(nginx);
+}
+
+/// Through a proxy listening on `https` with the certificate `cert_pem` for [`PUBLIC`]:
+/// discovery answers, a module's download URL names the public host (the Host header
+/// reached tfreg), and through the proxy it gives `archive`.
+fn serves_under_public_name(cert_pem: &str, https: u16, archive: &[u8]) {
+    let cert = cert_pem;
     let client = reqwest::blocking::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.pem().as_bytes()).unwrap())
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.as_bytes()).unwrap())
         .resolve(PUBLIC, ([127, 0, 0, 1], https).into())
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(10))
@@ -183,7 +189,7 @@ fn nginx_in_front_serves_the_registry_under_its_public_name() {
             .get(format!("{base}/.well-known/terraform.json"))
             .send()
             .is_ok_and(|r| r.status().is_success())),
-        "nginx does not answer"
+        "the proxy does not answer"
     );
 
     // when Terraform asks the proxy for a module,
@@ -209,17 +215,77 @@ fn nginx_in_front_serves_the_registry_under_its_public_name() {
     let bytes = client.get(&through).send().unwrap();
     assert_eq!(bytes.status().as_u16(), 200, "{through}");
     assert_eq!(bytes.bytes().unwrap().to_vec(), archive);
-    // Plain HTTP is sent to HTTPS.
-    let plain = reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
+}
+
+/// A registry with one module whose public name is [`PUBLIC`], and a certificate for that
+/// name in `dir` (the proxy's): (server, archive, certificate PEM, certificate, key).
+fn registry_and_certificate(data: &Path, dir: &Path) -> (Server, Vec<u8>, String, String, String) {
+    let archive = tar_gz(&[("main.tf", "output \"v\" { value = 1 }\n")]);
+    publish(data, "modules/acme/network/aws/1.0.0.tar.gz", &archive);
+    let server = Server::start(data, &["--hostname", PUBLIC]);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec![PUBLIC.to_owned()])
         .unwrap()
-        .get(format!(
-            "http://127.0.0.1:{http}/v1/modules/acme/network/aws/versions"
-        ))
-        .header("host", PUBLIC)
-        .send()
+        .self_signed(&key)
         .unwrap();
-    assert_eq!(plain.status().as_u16(), 301);
-    drop(nginx);
+    let (cert_path, key_path) = (dir.join("public.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    (
+        server,
+        archive,
+        cert.pem(),
+        cert_path.display().to_string(),
+        key_path.display().to_string(),
+    )
+}
+
+#[test]
+fn caddy_in_front_serves_the_registry_under_its_public_name() {
+    require("caddy", "caddy");
+    // Given a registry whose public name is the proxy's, and Caddy in front of it with the
+    // example Caddyfile (a given certificate instead of one from an ACME CA, test ports,
+    // no admin endpoint, its storage in a temporary folder),
+    let (data, dir) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let (server, archive, pem, cert, key) = registry_and_certificate(data.path(), dir.path());
+    let (https, http) = (free_port(), free_port());
+    let global = format!(
+        "{{\n\tadmin off\n\tauto_https disable_redirects\n\tskip_install_trust\n\thttp_port {http}\n\thttps_port {https}\n\tstorage file_system {}\n}}\n\nhttps://{PUBLIC}:{https} {{\n\ttls {cert} {key}",
+        dir.path().join("storage").display()
+    );
+    let caddyfile = packaging("caddy/Caddyfile")
+        .replace("registry.example.com {", &global)
+        .replace(
+            "/etc/caddy/tfreg-upstream.pem",
+            server.cert.to_str().unwrap(),
+        )
+        .replace("127.0.0.1:8443", &server.addr);
+    let config = dir.path().join("Caddyfile");
+    std::fs::write(&config, caddyfile).unwrap();
+    let (ok, out) = run(Command::new("caddy")
+        .args(["validate", "--adapter", "caddyfile", "--config"])
+        .arg(&config)
+        .env("HOME", dir.path()));
+    assert!(ok, "caddy validate:\n{out}");
+    let log = dir.path().join("caddy.log");
+    let mut caddy = Command::new("caddy")
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(&config)
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let outcome = std::panic::catch_unwind(|| serves_under_public_name(&pem, https, &archive));
+    let _ = caddy.kill();
+    let _ = caddy.wait();
+    if let Err(panic) = outcome {
+        eprintln!(
+            "--- caddy log ---\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::panic::resume_unwind(panic);
+    }
 }
