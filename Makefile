@@ -45,7 +45,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: podman functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
@@ -265,6 +265,19 @@ check-tools:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || { echo "rustfmt is missing: rustup component add rustfmt"; exit 1; }
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { echo "clippy is missing: rustup component add clippy"; exit 1; }
 	@$(MAKE) --no-print-directory browser
+	@$(MAKE) --no-print-directory podman
+
+## podman and runc, with which the container image's test builds and runs the image: installed
+## here when this runs as root with apt-get (as on CI), else the command to install them is printed
+podman:
+	@if command -v podman >/dev/null && command -v runc >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing podman and runc for the container image's test (apt-get install podman runc)"; \
+	  apt-get install -y podman runc || { apt-get update && apt-get install -y podman runc; }; \
+	else \
+	  echo "podman is missing: the container image's test builds and runs the image. Install it: sudo apt-get install podman runc"; \
+	  exit 1; \
+	fi
 
 ## Debian's Chromium and ChromeDriver, which the web pages' tests drive: installed here when
 ## this runs as root with apt-get (as on CI), else the command to install them is printed

@@ -87,7 +87,7 @@ fi
 # The same mtimes whatever the checkout: the layer's files are dated by --timestamp.
 find "$context" -exec touch -h -d @0 {} +
 
-args=(--file "$packaging/Containerfile" --format oci --timestamp 0 --layers=false --pull=never
+args=(--file "$packaging/Containerfile" --format docker --timestamp 0 --layers=false --pull=never
   --iidfile "$context/iid" --label "org.opencontainers.image.title=tfreg")
 if version=$("$binary" --version 2>/dev/null); then
   args+=(--label "org.opencontainers.image.version=${version#tfreg }")

@@ -1,7 +1,8 @@
 //! The first minutes with tfreg, as a new user meets them: a busy port names the way out, a
 //! start says in one line what it indexed (the per-file lines are debug), a token for a
 //! namespace nothing is published under gets a warning, the banner's commands run as
-//! printed, and a version file named with a leading `v` is refused saying to drop it.
+//! printed, a version file named with a leading `v` is refused saying to drop it, and
+//! `tfreg health` says whether the server answers.
 
 use std::time::Duration;
 
@@ -140,4 +141,40 @@ fn a_token_for_a_namespace_with_nothing_published_gets_a_warning() {
         "{stderr}"
     );
     assert!(stdout.lines().last().unwrap().starts_with("tfreg_"));
+}
+
+#[test]
+fn health_says_whether_the_data_directorys_server_answers() {
+    let data = TempDir::new().unwrap();
+    let dir = data.path().to_str().unwrap();
+    // No server yet: exit 1, saying so.
+    let (code, _, stderr) = tfreg_run(&["health", "--data", dir], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no server is running"), "{stderr}");
+    // A server: healthy, through its generated certificate, as the container's probe runs.
+    let server = Server::start(data.path(), &[]);
+    let healthy = wait_until(Duration::from_secs(10), || {
+        tfreg_run(&["health", "--data", dir], &[]).0 == 0
+    });
+    let (code, stdout, stderr) = tfreg_run(&["health", "--data", dir], &[]);
+    assert!(healthy && code == 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("healthy: https://"), "{stdout}");
+    // `--url` asks discovery at the root of the URL given; a port nobody answers on fails.
+    let (code, _, stderr) = tfreg_run(
+        &[
+            "health",
+            "--url",
+            &format!("{}/v1/modules/", server.url),
+            "--ca",
+            server.cert.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = tfreg_run(&["health", "--url", "https://127.0.0.1:1/"], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("did not answer"), "{stderr}");
+    drop(server);
+    let (code, _, stderr) = tfreg_run(&["health", "--data", dir], &[]);
+    assert_eq!(code, 1, "{stderr}");
 }

@@ -6,6 +6,7 @@
 
 mod address;
 mod backend;
+mod health;
 mod lock;
 mod publish;
 mod reindex;
@@ -45,6 +46,8 @@ enum Command {
     Reindex(reindex::ReindexArgs),
     /// Create, list and revoke access tokens.
     Token(token::TokenArgs),
+    /// Check that a running `tfreg serve` answers (for healthchecks): exit 0 when it does.
+    Health(health::HealthArgs),
     /// Show what a data directory publishes, and why anything in it is not served.
     Status(status::StatusArgs),
     /// Show a module version's inputs, outputs and providers, as read at publish, or a
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => done(serve::run(args).await),
             Command::Status(args) => status::run(args).await,
+            Command::Health(args) => health::run(args).await,
             Command::Show(args) => show::run(args).await,
             Command::Publish(args) => publish::run(args).await,
             Command::Restore(args) => restore::run(args).await,
