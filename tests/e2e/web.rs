@@ -115,7 +115,7 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
         "return [...document.querySelectorAll('input:not([type=hidden])')].filter(i => i.labels.length === 0).length;",
     );
     assert_eq!(unlabelled, 0, "every field has a label");
-    browser.screenshot(&format!("{shape}-sign-in"));
+    browser.checked_screenshot(&format!("{shape}-sign-in"));
 
     // A wrong token is refused, with a reason and nothing more.
     browser.fill(
@@ -153,7 +153,7 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
     );
     assert!(!browser.text("main").contains("other/secret"));
     assert!(browser.text("#providers").contains("acme/widget"));
-    browser.screenshot(&format!("{shape}-catalogue"));
+    browser.checked_screenshot(&format!("{shape}-catalogue"));
 
     // How to point Terraform at this registry, with the host the pages print.
     let panel = browser.text("#use-registry");
@@ -190,7 +190,7 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
     browser.click("form.search button[type=submit]");
     assert_eq!(browser.count("#modules li"), 1);
     assert_eq!(browser.count("#providers li"), 0);
-    browser.screenshot(&format!("{shape}-search"));
+    browser.checked_screenshot(&format!("{shape}-search"));
 
     // A module page: the README rendered, inert; inputs, outputs, versions, usage.
     browser.click("#modules a.title");
@@ -314,14 +314,14 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
         "{block}"
     );
     assert!(block.contains("version = \"~> 2.1\""), "{block}");
-    browser.screenshot(&format!("{shape}-provider"));
+    browser.checked_screenshot(&format!("{shape}-provider"));
 
     // A namespace page; another namespace's pages are not found for this token.
     browser.goto(&format!("{base}/namespaces/acme"));
     browser.settle();
     assert!(browser.text("#modules").contains("acme/vpc/aws"));
     assert!(browser.text("#providers").contains("acme/widget"));
-    browser.screenshot(&format!("{shape}-namespace"));
+    browser.checked_screenshot(&format!("{shape}-namespace"));
     for page in ["/namespaces/other", "/modules/other/secret/aws"] {
         browser.goto(&format!("{base}{page}"));
         browser.settle();
