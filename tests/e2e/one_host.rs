@@ -72,6 +72,15 @@ fn the_systemd_unit_verifies_and_exposes_little() {
     .unwrap();
     let (ok, out) = run(Command::new("systemd-analyze").arg("verify").arg(&unit));
     assert!(ok && out.trim().is_empty(), "with the drop-in:\n{out}");
+    // The backup's service and timer.
+    for name in ["tfreg-backup.service", "tfreg-backup.timer"] {
+        std::fs::write(dir.path().join(name), packaging(&format!("systemd/{name}"))).unwrap();
+    }
+    let (ok, out) = run(Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(dir.path().join("tfreg-backup.timer"))
+        .arg(dir.path().join("tfreg-backup.service")));
+    assert!(ok && out.trim().is_empty(), "the backup's units:\n{out}");
 }
 
 /// nginx in the foreground with `config` (an `http` block's content), stopped when dropped.
