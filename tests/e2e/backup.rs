@@ -230,6 +230,14 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
         .map(|(a, v)| reader.module(a, v).expect("served"))
         .collect();
     assert_eq!(before_modules[2], module("acme/dns/aws", "0.1.0"));
+    // (a download URL handed out now: signed with the key the backup keeps)
+    let handed_out = reader
+        .get("/v1/modules/acme/dns/aws/0.1.0/download")
+        .headers()["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let original_url = server.url.clone();
     let before_versions = [
         reader.json("/v1/modules/acme/network/aws/versions").1,
         reader.json("/v1/modules/acme/dns/aws/versions").1,
@@ -393,6 +401,11 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
     let (status, _) =
         Reader::of(&server, "tfr_not-a-token").json("/v1/providers/acme/widget/versions");
     assert_eq!(status, 401);
+    // A download URL the first server handed out works on the restored one (the URL
+    // signing key, which also signs web sessions, was kept), for the overwritten module too.
+    let handed_out = handed_out.replacen(&original_url, &server.url, 1);
+    assert!(handed_out.starts_with(&server.url), "{handed_out}");
+    assert_eq!(reader.bytes(&handed_out), before_modules[2]);
 
     // every version published during the copy is whole or absent,
     let published = std::mem::take(&mut *published.lock().unwrap());
@@ -438,7 +451,7 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
             },
         }
     }
-    eprintln!("published during the backup: {present} restored, {absent} after the copy");
+    eprintln!("published while the backup was taken: {present} restored, {absent} not in it");
     assert!(present > 0, "nothing published during the copy was in it");
 
     // and a published version's pin holds in the restored directory: different bytes
