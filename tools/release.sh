@@ -27,13 +27,7 @@ for target in "$@"; do
   esac
   echo "==> tfreg $version for $target"
   cargo zigbuild --locked --release -p tfreg-cli --bin tfreg --target "$zig_target" "${features[@]}"
-  name=tfreg-$version-$target
-  stage=$(mktemp -d)
-  mkdir "$stage/$name"
-  cp "$target_dir/$target/release/tfreg" README.md "$stage/$name/"
-  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$stage" -cf - "$name" \
-    | gzip -n -9 > "$out/$name.tar.gz"
-  rm -rf "$stage"
+  "$(dirname "$0")/release-package.sh" "$target_dir/$target/release/tfreg" "$version" "$target" "$out"
 done
 "$(dirname "$0")/release-sums.sh" "$version" "$out"
 echo "==> $out"

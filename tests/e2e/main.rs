@@ -22,6 +22,7 @@ mod publish;
 mod publish_secrets;
 mod read_api;
 mod readme;
+mod release_install;
 mod request_cost;
 mod serve;
 mod sign_in_attacks;
