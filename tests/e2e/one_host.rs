@@ -298,3 +298,11 @@ fn caddy_in_front_serves_the_registry_under_its_public_name() {
         std::panic::resume_unwind(panic);
     }
 }
+
+#[test]
+fn the_backup_script_passes_shellcheck() {
+    require("shellcheck", "shellcheck");
+    let script = workspace_root().join("packaging/systemd/tfreg-backup");
+    let (ok, out) = run(Command::new("shellcheck").arg(&script));
+    assert!(ok, "shellcheck {}:\n{out}", script.display());
+}
