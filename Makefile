@@ -45,7 +45,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: podman functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: podman one-host-tools functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
@@ -266,6 +266,21 @@ check-tools:
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { echo "clippy is missing: rustup component add clippy"; exit 1; }
 	@$(MAKE) --no-print-directory browser
 	@$(MAKE) --no-print-directory podman
+	@$(MAKE) --no-print-directory one-host-tools
+
+## nginx, Caddy, systemd-analyze and shellcheck, with which the one-host tests check the
+## systemd unit, the proxy examples and the backup script: installed here when this runs as
+## root with apt-get (as on CI), else the command to install them is printed
+one-host-tools:
+	@if command -v nginx >/dev/null && command -v caddy >/dev/null && command -v systemd-analyze >/dev/null && command -v shellcheck >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing nginx, caddy, systemd and shellcheck for the one-host tests (apt-get install nginx-light caddy systemd shellcheck)"; \
+	  apt-get install -y --no-install-recommends nginx-light caddy systemd shellcheck \
+	    || { apt-get update && apt-get install -y --no-install-recommends nginx-light caddy systemd shellcheck; }; \
+	else \
+	  echo "the one-host tests need nginx, caddy, systemd-analyze and shellcheck: sudo apt-get install nginx-light caddy systemd shellcheck"; \
+	  exit 1; \
+	fi
 
 ## podman and runc, with which the container image's test builds and runs the image: installed
 ## here when this runs as root with apt-get (as on CI), else the command to install them is printed
