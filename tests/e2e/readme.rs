@@ -12,43 +12,12 @@
 //! one script there. The
 //! port comes through `TFREG_LISTEN`, which the README documents.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use tfreg_e2e::readme::{serve_in_background, sh_blocks as blocks};
 use tfreg_e2e::{free_port, require_terraform, workspace_root, TempDir};
-
-/// The `sh` blocks of the README section titled `title` (up to the next `## `).
-fn blocks(readme: &str, title: &str) -> Vec<String> {
-    let start = readme
-        .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("the README has no section {title:?}"));
-    let section = &readme[start + 1..];
-    let section = match section[3..].find("\n## ") {
-        Some(end) => &section[..end + 3],
-        None => section,
-    };
-    let mut found = Vec::new();
-    let mut current: Option<String> = None;
-    for line in section.lines() {
-        match (&mut current, line.trim_end()) {
-            (None, "```sh") => current = Some(String::new()),
-            (Some(block), "```") => {
-                found.push(std::mem::take(block));
-                current = None;
-            }
-            (Some(block), line) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    assert!(!found.is_empty(), "section {title:?} has no sh blocks");
-    found
-}
 
 /// The environment of a new user's shell: the scratch install root first on the PATH, the
 /// free port, and nothing of the make running this test.
@@ -88,16 +57,6 @@ impl Shell {
             "the README's commands failed:\n{script}\n---\n{text}"
         );
         text
-    }
-}
-
-/// A server started by a README line, stopped when dropped.
-struct Background(Child);
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -154,31 +113,16 @@ fn the_quick_start_and_the_worked_example_run_as_written() {
             match command {
                 "" | "make test" => {}
                 c if c.starts_with("tfreg serve") => {
-                    let mut child = shell
-                        .command(&format!("exec {command}"), &site)
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::piped())
-                        .stderr(Stdio::null())
-                        .spawn()
-                        .unwrap();
-                    let (first_tx, first) = mpsc::channel();
-                    let stdout = child.stdout.take().unwrap();
-                    std::thread::spawn(move || {
-                        let mut lines = BufReader::new(stdout).lines();
-                        if let Some(Ok(line)) = lines.next() {
-                            let _ = first_tx.send(line);
-                        }
-                        for _ in lines {}
-                    });
-                    let banner = first
-                        .recv_timeout(Duration::from_secs(120))
-                        .unwrap_or_default();
+                    let (server, banner) = serve_in_background(
+                        shell.command(&format!("exec {command}"), &site),
+                        Duration::from_secs(120),
+                    );
                     assert_eq!(
                         banner,
                         format!("tfreg serving https://127.0.0.1:{port}/"),
                         "`{command}` did not start"
                     );
-                    servers.push(Background(child));
+                    servers.push(server);
                 }
                 c if c.starts_with("make ") => {
                     shell.run(c, &workspace_root());

@@ -6,27 +6,12 @@
 //! the network or root is stood in for: `curl` copies from the release folder, `sudo
 //! install` installs into the scratch folder, and gpg gets a keyring of its own.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
+use tfreg_e2e::readme::{serve_in_background, sh_blocks as blocks};
 use tfreg_e2e::{free_port, require_terraform, tfreg_bin, workspace_root, Gpg, TempDir};
-
-/// The `sh` blocks of the README section titled `title`.
-fn blocks(readme: &str, title: &str) -> Vec<String> {
-    let start = readme
-        .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("the README has no section {title:?}"));
-    let section = &readme[start + 4..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
-    section
-        .split("```sh\n")
-        .skip(1)
-        .map(|b| b[..b.find("```").expect("a closed block")].to_owned())
-        .collect()
-}
 
 /// `NAME=value` of the block's first assignment of `name`.
 fn assigned<'a>(block: &'a str, name: &str) -> &'a str {
@@ -164,34 +149,18 @@ fn a_release_archive_installs_as_the_readme_says_and_serves_terraform_without_a_
 
     // then the installed tfreg serves, and the worked example's terraform init installs the
     // module through it.
-    let mut server = Command::new("bash")
+    let mut serve = Command::new("bash");
+    serve
         .args(["-c", "exec tfreg serve"])
         .current_dir(&site)
         .envs(env.iter().map(|(k, v)| (*k, v)))
-        .env_remove("TFREG_DATA")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (first_tx, first) = mpsc::channel();
-    let stdout = server.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
-            let _ = first_tx.send(line);
-        }
-        for _ in lines {}
-    });
-    let banner = first
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_default();
+        .env_remove("TFREG_DATA");
+    let (server, banner) = serve_in_background(serve, Duration::from_secs(60));
     let result = std::panic::catch_unwind(|| {
         assert_eq!(banner, format!("tfreg serving https://127.0.0.1:{port}/"));
         run(&example, &site, &env)
     });
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let output = result.unwrap();
     assert!(
         output.contains(&format!(

@@ -14,6 +14,7 @@ pub mod counting;
 pub mod lambda;
 pub mod oidc;
 pub mod raw;
+pub mod readme;
 pub mod scale;
 pub mod stack;
 pub mod static_site;

@@ -6,20 +6,18 @@
 //! the pins).
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use sha2::{Digest, Sha256};
-use tfreg_aws::settings::{BucketSetting, TableSetting};
 use tfreg_core::store::PinRecord;
 use tfreg_core::text::for_terminal as t;
 use tfreg_core::{ArtifactStore, Version};
 use tokio::io::AsyncReadExt;
 
 use crate::address::Named;
-use crate::backend::Backend;
+use crate::backend::RegistryArgs;
 
 #[derive(Args, Debug)]
 pub struct RestoreArgs {
@@ -27,14 +25,8 @@ pub struct RestoreArgs {
     address: String,
     /// The published version whose files to put back.
     version: String,
-    /// The data directory, laid out like the registry's S3 bucket.
-    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
-    data: PathBuf,
-    /// With --table and --bucket: restore into the AWS shape's bucket instead.
     #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
+    registry: RegistryArgs,
 }
 
 /// What restoring one pinned file did.
@@ -61,7 +53,7 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
             bail!("name the version as the second argument: tfreg restore ADDRESS VERSION")
         }
     };
-    let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
+    let backend = args.registry.backend()?;
     let pins = backend.pins(&prefix).await?;
     if pins.is_empty() {
         bail!(

@@ -6,14 +6,13 @@
 //! directory or bucket: every value is printed escaped ([`for_terminal`]), JSON included.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tfreg_aws::settings::{BucketSetting, HostnameSetting, TableSetting};
+use tfreg_aws::settings::HostnameSetting;
 use tfreg_core::text::for_terminal as t;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, RegistryArgs};
 use crate::report::{self, Filter, Scope, StatusDoc};
 
 #[derive(Args, Debug)]
@@ -31,15 +30,8 @@ pub struct StatusArgs {
     /// Print the report as JSON (schema 1, described in the README).
     #[arg(long)]
     json: bool,
-    /// The data directory, laid out like the registry's S3 bucket.
-    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
-    data: PathBuf,
-    /// With --table and --bucket: report on the AWS shape instead, as its indexer
-    /// recorded it.
     #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
+    registry: RegistryArgs,
     /// As `tfreg serve --hostname` has it: uploads under `mirror/<hostname>/` are reported
     /// as refused, as the server refuses them.
     #[command(flatten)]
@@ -49,7 +41,7 @@ pub struct StatusArgs {
 pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let filter = Filter::parse(args.namespace.as_deref(), args.address.as_deref())
         .map_err(anyhow::Error::msg)?;
-    let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
+    let backend = args.registry.backend()?;
     if let Backend::DataDir(data) = &backend {
         note_first_index(data);
     }

@@ -44,6 +44,27 @@ pub struct AwsNames {
     bucket: Option<String>,
 }
 
+/// Where a command that reads the registry finds it: `--data`, or `--table` and `--bucket`
+/// (flattened into `status`, `show` and `restore`).
+#[derive(clap::Args, Debug)]
+pub struct RegistryArgs {
+    /// The data directory, laid out like the registry's S3 bucket.
+    #[arg(long, env = "TFREG_DATA", default_value = DEFAULT_DATA)]
+    pub data: PathBuf,
+    /// With --table and --bucket: the AWS shape instead, as its indexer recorded it.
+    #[command(flatten)]
+    pub table: TableSetting,
+    #[command(flatten)]
+    pub bucket: BucketSetting,
+}
+
+impl RegistryArgs {
+    /// The backend they name ([`Backend::choose`]).
+    pub fn backend(self) -> anyhow::Result<Backend> {
+        Backend::choose(self.data, &self.table, &self.bucket)
+    }
+}
+
 impl Backend {
     /// For `serve`, `status` and `show`: the AWS shape when --table or --bucket is given
     /// (both are then required), else the data directory `data`.

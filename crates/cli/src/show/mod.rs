@@ -6,14 +6,12 @@
 mod module;
 mod provider;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use tfreg_aws::settings::{BucketSetting, TableSetting};
 
 use crate::address::Named;
-use crate::backend::Backend;
+use crate::backend::RegistryArgs;
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
@@ -25,19 +23,13 @@ pub struct ShowArgs {
     /// `protocols`, `platforms`, `key_id`, `versions`, ...).
     #[arg(long)]
     json: bool,
-    /// The data directory, laid out like the registry's S3 bucket.
-    #[arg(long, env = "TFREG_DATA", default_value = "./registry-data")]
-    data: PathBuf,
-    /// With --table and --bucket: read the AWS shape instead.
     #[command(flatten)]
-    table: TableSetting,
-    #[command(flatten)]
-    bucket: BucketSetting,
+    registry: RegistryArgs,
 }
 
 pub async fn run(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let shown = Named::parse(&args.address)?;
-    let backend = Backend::choose(args.data, &args.table, &args.bucket)?;
+    let backend = args.registry.backend()?;
     let registry = backend.open_indexed(None).await?.registry;
     match shown {
         Named::Module(address, version) => {
