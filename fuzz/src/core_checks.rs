@@ -92,7 +92,8 @@ pub fn layout_key(data: &[u8]) {
         }
         Artifact::ProviderReleaseFile {
             provider, version, ..
-        } => {
+        }
+        | Artifact::ProviderDocs { provider, version } => {
             reparses_provider(provider);
             reparses_version(version);
         }
@@ -145,6 +146,9 @@ fn canonical_key(artifact: &Artifact) -> String {
             file.suffix()
         ),
         Artifact::SigningKey { namespace } => format!("keys/{namespace}/release.asc"),
+        Artifact::ProviderDocs { provider, version } => {
+            format!("providers/{provider}/{version}/docs.zip")
+        }
         Artifact::MirrorPackage {
             hostname,
             provider,

@@ -17,6 +17,7 @@ mod module_docs;
 mod modules;
 mod one_host;
 mod provider_checks;
+mod provider_docs;
 mod providers;
 mod publish;
 mod publish_secrets;

@@ -118,6 +118,15 @@ pub enum Artifact {
         /// Which of the release's files this is.
         file: ReleaseFile,
     },
+    /// `providers/<namespace>/<type>/<version>/docs.zip`: the release's documentation pages
+    /// ([`crate::provider_docs`]). Not a version's bytes: it may be replaced, like a module's
+    /// metadata sidecar. An addition to the layout: the name was refused before.
+    ProviderDocs {
+        /// The provider, from the folder names.
+        provider: ProviderAddress,
+        /// The release documented, from the folder name.
+        version: Version,
+    },
     /// `keys/<namespace>/<any-name>.asc`: a public key trusted to sign the namespace's releases
     SigningKey {
         /// The provider namespace whose releases the key may sign.
@@ -142,7 +151,9 @@ impl Artifact {
         match self {
             Artifact::ModuleArchive { format, .. } => format.content_type(),
             Artifact::ModuleMetadata { .. } => "application/json",
-            Artifact::ProviderPackage { .. } | Artifact::MirrorPackage { .. } => "application/zip",
+            Artifact::ProviderPackage { .. }
+            | Artifact::MirrorPackage { .. }
+            | Artifact::ProviderDocs { .. } => "application/zip",
             Artifact::ProviderReleaseFile {
                 file: ReleaseFile::Signature,
                 ..
@@ -208,7 +219,10 @@ const MODULE_SHAPE: &str =
 
 /// The suffix of a module version's metadata sidecar.
 pub const MODULE_METADATA_SUFFIX: &str = ".json";
-const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip, _SHA256SUMS, _SHA256SUMS.sig or _manifest.json";
+const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip, _SHA256SUMS, _SHA256SUMS.sig or _manifest.json (or docs.zip for its documentation)";
+
+/// The file name of a provider release's documentation, beside its packages.
+pub const PROVIDER_DOCS_FILE: &str = "docs.zip";
 const KEY_SHAPE: &str = "keys/<namespace>/<name>.asc";
 const MIRROR_SHAPE: &str =
     "mirror/<hostname>/<namespace>/<type>/terraform-provider-<type>_<version>_<os>_<arch>.zip";
@@ -277,6 +291,9 @@ fn parse_provider(parts: &[&str]) -> Result<Artifact, KeyError> {
     };
     let provider = ProviderAddress::parse(namespace, type_)?;
     let version = Version::parse(version)?;
+    if *file == PROVIDER_DOCS_FILE {
+        return Ok(Artifact::ProviderDocs { provider, version });
+    }
     let (_, rest) = split_provider_file(file, &provider, Some(&version), PROVIDER_SHAPE)?;
     let release_file = [
         ReleaseFile::Sums,
@@ -382,6 +399,9 @@ impl fmt::Display for Artifact {
                 };
                 write!(f, "provider {provider} {version} {what}")
             }
+            Artifact::ProviderDocs { provider, version } => {
+                write!(f, "provider {provider} {version} documentation")
+            }
             Artifact::SigningKey { namespace } => write!(f, "signing key of namespace {namespace}"),
             Artifact::MirrorPackage {
                 hostname,
@@ -423,7 +443,8 @@ pub fn pin_slot(artifact: &Artifact) -> Option<String> {
         } => format!("mirror/{hostname}/{provider}/{version}/{platform}"),
         Artifact::ProviderReleaseFile { .. }
         | Artifact::SigningKey { .. }
-        | Artifact::ModuleMetadata { .. } => return None,
+        | Artifact::ModuleMetadata { .. }
+        | Artifact::ProviderDocs { .. } => return None,
     })
 }
 
@@ -537,6 +558,26 @@ mod tests {
         ))
         .contains("expected providers/"));
         assert!(invalid(&format!("{dir}/widget.zip")).contains("expected providers/"));
+        let docs = classify(&format!("{dir}/docs.zip"));
+        assert!(
+            matches!(&docs, Classified::Artifact(Artifact::ProviderDocs { provider, version })
+                if provider.to_string() == "acme/widget" && version.to_string() == "1.2.3"),
+            "{docs:?}"
+        );
+        assert_eq!(
+            pin_slot(&Artifact::ProviderDocs {
+                provider: ProviderAddress::parse("acme", "widget").unwrap(),
+                version: Version::parse("1.2.3").unwrap()
+            }),
+            None
+        );
+        for refused in ["docs.tar.gz", "Docs.zip", "docs", "docs.zip.txt"] {
+            assert!(
+                invalid(&format!("{dir}/{refused}")).contains("expected providers/"),
+                "{refused}"
+            );
+        }
+        assert!(invalid("providers/acme/widget/docs.zip").contains("expected providers/"));
         assert!(invalid(
             "providers/acme/widget/v1.2.3/terraform-provider-widget_v1.2.3_linux_amd64.zip"
         )

@@ -150,7 +150,8 @@ impl Problem {
                 ),
                 Artifact::ProviderReleaseFile {
                     provider, version, ..
-                } => (
+                }
+                | Artifact::ProviderDocs { provider, version } => (
                     "provider",
                     provider.namespace.to_string(),
                     Some(provider.to_string()),

@@ -90,7 +90,8 @@ impl Scope {
                 | Record::Problem(_)
                 | Record::Pin(_)
                 | Record::ListedModule(_)
-                | Record::NamespaceModule(_) => {}
+                | Record::NamespaceModule(_)
+                | Record::ProviderDocs(_) => {}
             }
         }
         scope

@@ -117,7 +117,8 @@ impl Subject {
                 Subject::Mirror(hostname.clone(), provider.clone()),
                 version.clone(),
             ),
-            Artifact::SigningKey { .. } => return None,
+            // Kept in a record of its own, read by the pages that show it.
+            Artifact::SigningKey { .. } | Artifact::ProviderDocs { .. } => return None,
         })
     }
 
@@ -138,7 +139,9 @@ impl Subject {
             Record::ListedModule(s) | Record::NamespaceModule(s) => {
                 Subject::Module(s.address.clone())
             }
-            Record::Key(_) | Record::Problem(_) | Record::Pin(_) => return None,
+            Record::Key(_) | Record::Problem(_) | Record::Pin(_) | Record::ProviderDocs(_) => {
+                return None
+            }
         })
     }
 

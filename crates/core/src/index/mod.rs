@@ -18,6 +18,7 @@
 //! - `module_meta`: the publisher's metadata sidecar of a module version;
 //! - `packages`: provider packages, under `providers/` and `mirror/`;
 //! - `releases`: SHA256SUMS, manifests and signature verdicts;
+//! - `provider_docs`: a provider release's documentation (`docs.zip`);
 //! - `keys`: signing keys, and re-verification when they change;
 //! - [`pins`]: immutable versions, the first bytes served pinned for good;
 //! - `listing`: the listings of modules, for the read API;
@@ -31,6 +32,7 @@ mod module_meta;
 mod modules;
 mod packages;
 pub mod pins;
+mod provider_docs;
 mod reindex;
 mod releases;
 mod spool;
@@ -304,6 +306,9 @@ impl Indexer {
                 }
             }
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
+            Artifact::ProviderDocs { provider, version } => {
+                self.index_provider_docs(key, provider, version).await?
+            }
         };
         let (lost, served) = self.pin_served(key, &artifact).await?;
         let exists = self.artifacts.head(key).await?.is_some();

@@ -59,6 +59,9 @@ fn describe(artifact: &Artifact) -> String {
             platform,
         } => format!("version {version} of mirrored provider {hostname}/{provider} for {platform}"),
         Artifact::SigningKey { namespace } => format!("a key of namespace {namespace}"),
+        Artifact::ProviderDocs { provider, version } => {
+            format!("the documentation of version {version} of provider {provider}")
+        }
     }
 }
 
@@ -298,8 +301,10 @@ impl Indexer {
                 }
                 Ok((None, Served::No))
             }
-            // Not a version's bytes: the publisher's metadata may change.
-            Artifact::ModuleMetadata { .. } => Ok((None, Served::No)),
+            // Not a version's bytes: the publisher's metadata and docs may change.
+            Artifact::ModuleMetadata { .. } | Artifact::ProviderDocs { .. } => {
+                Ok((None, Served::No))
+            }
         }
     }
 

@@ -8,6 +8,7 @@ pub mod catalogue;
 mod judged;
 pub mod modules;
 pub mod page;
+mod provider_docs;
 pub mod providers;
 
 pub use modules::{latest_release, ModuleFilter};

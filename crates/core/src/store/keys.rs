@@ -55,6 +55,12 @@ pub mod partition {
     pub fn namespace_modules(namespace: &Namespace) -> String {
         format!("namespace-modules/{namespace}")
     }
+    /// A provider's documentation records, one per release, by version: apart from the
+    /// provider's partition, which the indexer reads whole, so large pages cost only the
+    /// requests that show them.
+    pub fn provider_docs(provider: &ProviderAddress) -> String {
+        format!("provider-docs/{provider}")
+    }
     /// Every partition of documents starts so; no partition of records does.
     pub const DOCUMENTS: &str = "doc/";
 }
@@ -122,6 +128,11 @@ impl RecordId {
     /// A release's `_manifest.json` record, `key` being that object.
     pub fn manifest(provider: &ProviderAddress, version: &Version, key: &str) -> Self {
         Self::release_file("manifest", provider, version, key)
+    }
+
+    /// A provider release's documentation record.
+    pub fn provider_docs(provider: &ProviderAddress, version: &Version) -> Self {
+        Self::new(partition::provider_docs(provider), version.to_string())
     }
 
     /// A namespace's signing key record, `key` being the `.asc` object.
@@ -216,6 +227,7 @@ impl Record {
             }
             Record::ListedModule(m) => RecordId::listed_module(&m.address),
             Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),
+            Record::ProviderDocs(d) => RecordId::provider_docs(&d.provider, &d.version),
         }
     }
 }

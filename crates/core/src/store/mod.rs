@@ -24,7 +24,7 @@ pub use keys::{partition, RecordId, RELEASE_PREFIX};
 pub use metadata::{Document, Expected, MetadataReader, MetadataStore};
 pub use records::{
     file_name, KeyRecord, ManifestRecord, ModuleArchive, ModuleSummary, PackageRecord, PinRecord,
-    ProblemRecord, Record, SignatureRecord, SignedBy, SumsRecord,
+    ProblemRecord, ProviderDocsRecord, Record, SignatureRecord, SignedBy, SumsRecord,
 };
 pub use writer::ArtifactWriter;
 

@@ -229,6 +229,23 @@ pub struct PinRecord {
     pub published_at: u64,
 }
 
+/// A provider release's documentation, read from its `docs.zip`
+/// ([`crate::provider_docs`]): kept under [`crate::provider_docs::MAX_PROVIDER_DOCS_BYTES`]
+/// as JSON, so it is one store item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderDocsRecord {
+    /// The provider documented.
+    pub provider: ProviderAddress,
+    /// The release documented.
+    pub version: Version,
+    /// The `docs.zip` object key.
+    pub key: String,
+    /// The revision of the `docs.zip` read.
+    pub revision: String,
+    /// The pages.
+    pub docs: crate::provider_docs::ProviderDocs,
+}
+
 /// Everything the metadata store holds. Each record lives in a partition (read together in
 /// one query) under a sort key unique within it: the shape of a single DynamoDB table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,4 +274,6 @@ pub enum Record {
     ListedModule(ModuleSummary),
     /// Lists a module under its namespace ([`partition::namespace_modules`]).
     NamespaceModule(ModuleSummary),
+    /// A provider release's documentation ([`partition::provider_docs`]).
+    ProviderDocs(ProviderDocsRecord),
 }

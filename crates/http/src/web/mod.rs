@@ -116,6 +116,14 @@ pub fn routes(state: WebState) -> axum::Router {
             "/providers/{namespace}/{type}/{version}",
             get(pages::provider::version),
         )
+        .route(
+            "/providers/{namespace}/{type}/{version}/docs",
+            get(pages::provider_docs::overview),
+        )
+        .route(
+            "/providers/{namespace}/{type}/{version}/docs/{kind}/{name}",
+            get(pages::provider_docs::page),
+        )
         .route("/upstream", get(pages::upstream::page))
         .route("/sign-out", post(sign_in::sign_out))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), viewer));

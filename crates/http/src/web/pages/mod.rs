@@ -4,6 +4,7 @@ pub mod catalogue;
 pub mod connect;
 pub mod module;
 pub mod provider;
+pub mod provider_docs;
 pub mod upstream;
 
 use axum::http::StatusCode;

@@ -1,5 +1,5 @@
 //! A provider version's page: its versions, platforms, protocols, the ID of the key that
-//! signed it, and a `required_providers` block to copy.
+//! signed it, a `required_providers` block to copy, and its documentation pages, listed.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -7,6 +7,7 @@ use axum::response::Response;
 use axum::Extension;
 use maud::{html, Markup};
 use tfreg_core::protocol::details::ProviderDetails;
+use tfreg_core::provider_docs::ProviderDocs;
 use tfreg_core::{ProviderAddress, Version};
 
 use super::{date, failure, not_found, pessimistic_constraint, registry_host};
@@ -61,9 +62,17 @@ async fn show(
         Ok(details) => details,
         Err(e) => return failure(viewer, e),
     };
+    let docs = match state
+        .registry
+        .provider_docs(&viewer.access, &provider, &details.version)
+        .await
+    {
+        Ok(docs) => docs,
+        Err(e) => return failure(viewer, e),
+    };
     let host = registry_host(&state.registry, origin);
     let title = format!("{provider} {}", details.version);
-    let body = render(&provider, &details, &host);
+    let body = render(&provider, &details, docs.as_ref(), &host);
     html(StatusCode::OK, layout::page(&title, Some(viewer), body))
 }
 
@@ -76,7 +85,12 @@ pub fn usage(provider: &ProviderAddress, version: &Version, host: &str) -> Strin
     )
 }
 
-fn render(provider: &ProviderAddress, details: &ProviderDetails, host: &str) -> Markup {
+fn render(
+    provider: &ProviderAddress,
+    details: &ProviderDetails,
+    docs: Option<&ProviderDocs>,
+    host: &str,
+) -> Markup {
     html! {
         p.muted {
             a href=(format!("/namespaces/{}", provider.namespace)) { (provider.namespace) }
@@ -106,6 +120,9 @@ fn render(provider: &ProviderAddress, details: &ProviderDetails, host: &str) -> 
                             li { code { (platform.os) "_" (platform.arch) } }
                         }
                     }
+                }
+                @if let Some(docs) = docs {
+                    (super::provider_docs::list(provider, &details.version, docs))
                 }
             }
             aside {
