@@ -13,10 +13,10 @@
 //! port comes through `TFREG_LISTEN`, which the README documents.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use tfreg_e2e::readme::{serve_in_background, sh_blocks as blocks};
+use tfreg_e2e::readme::{run_script, serve_in_background, sh_blocks as blocks};
 use tfreg_e2e::{free_port, require_terraform, workspace_root, TempDir};
 
 /// The environment of a new user's shell: the scratch install root first on the PATH, the
@@ -42,21 +42,7 @@ impl Shell {
     }
 
     fn run(&self, script: &str, cwd: &Path) -> String {
-        let output = self
-            .command(script, cwd)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(
-            output.status.success(),
-            "the README's commands failed:\n{script}\n---\n{text}"
-        );
-        text
+        run_script(self.command(script, cwd), script)
     }
 }
 

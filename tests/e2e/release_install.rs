@@ -7,10 +7,10 @@
 //! install` installs into the scratch folder, and gpg gets a keyring of its own.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use tfreg_e2e::readme::{serve_in_background, sh_blocks as blocks};
+use tfreg_e2e::readme::{run_script, serve_in_background, sh_blocks as blocks};
 use tfreg_e2e::{free_port, require_terraform, tfreg_bin, workspace_root, Gpg, TempDir};
 
 /// `NAME=value` of the block's first assignment of `name`.
@@ -34,23 +34,15 @@ fn path_without_rust(first: &[&Path]) -> String {
 }
 
 fn run(script: &str, cwd: &Path, env: &[(&str, String)]) -> String {
-    let output = Command::new("bash")
+    let mut command = Command::new("bash");
+    command
         .args(["-euo", "pipefail", "-c", script])
         .current_dir(cwd)
         .env_remove("TF_CLI_CONFIG_FILE")
         .env_remove("TFREG_DATA")
         .env_remove("SSL_CERT_FILE")
-        .envs(env.iter().map(|(k, v)| (*k, v)))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "failed:\n{script}\n---\n{text}");
-    text
+        .envs(env.iter().map(|(k, v)| (*k, v)));
+    run_script(command, script)
 }
 
 #[test]

@@ -67,3 +67,19 @@ pub fn serve_in_background(mut command: Command, timeout: Duration) -> (Backgrou
     let banner = first.recv_timeout(timeout).unwrap_or_default();
     (Background(child), banner)
 }
+
+/// Runs `command` (a shell running `script`) with no input; its stdout and stderr, once it
+/// succeeded (else the test fails showing the script and what it printed).
+pub fn run_script(mut command: Command, script: &str) -> String {
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "the README's commands failed:\n{script}\n---\n{text}"
+    );
+    text
+}
