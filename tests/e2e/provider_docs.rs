@@ -1,12 +1,15 @@
 //! A provider release's documentation (`docs.zip` beside the release) on the local server:
 //! its pages listed on the provider page and shown one by one, with the Markdown rendered
 //! inert; a broken `docs.zip` is refused with its reason in `tfreg status`, and the release
-//! stays served; another token's namespace sees no page.
+//! stays served; another token's namespace sees no page. The deployed stack (DynamoDB on
+//! moto, the web function behind the API Gateway stand-in) serves the same pages.
 
 use std::time::Duration;
 
+use tfreg_e2e::stack::{Stack, StackOptions};
 use tfreg_e2e::{
-    provider_release, terraform_platform, tfreg_bin, wait_until, zip, Gpg, Server, TempDir,
+    client_trusting, provider_release, terraform_platform, tfreg_bin, wait_until, zip, Gpg, Server,
+    TempDir,
 };
 
 const DIR: &str = "providers/acme/widget/1.0.0";
@@ -141,4 +144,37 @@ fn a_releases_docs_are_listed_and_shown_sanitised_and_a_broken_docs_zip_says_why
     assert!(hidden, "{body}");
     let (code, _) = get(&server, &token, "/v1/providers/acme/widget/versions");
     assert_eq!(code, 200);
+}
+
+#[test]
+fn the_deployed_stack_serves_a_releases_docs_through_its_web_function() {
+    let stack = Stack::start(&StackOptions::default());
+    let gpg = Gpg::new();
+    gpg.generate("release@example.test", "rsa2048", "never", None);
+    let platform = terraform_platform();
+    let mut keys = stack.upload_signed_release(&gpg, "widget", "1.0.0", &[platform.as_str()]);
+    let docs_key = format!("{DIR}/docs.zip");
+    stack.upload(&docs_key, &docs_zip());
+    keys.push(docs_key);
+    stack.deliver(&keys.iter().map(String::as_str).collect::<Vec<_>>());
+    let token = stack.create_token(&["--namespace", "acme"]);
+    let client = client_trusting(&stack.cert);
+    let get = |path: &str| {
+        let response = client
+            .get(format!("{}{path}", stack.url))
+            .bearer_auth(&token)
+            .send()
+            .unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    };
+    let (code, body) = get("/providers/acme/widget/1.0.0");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("href=\"/providers/acme/widget/1.0.0/docs/resources/thing\""),
+        "{body}"
+    );
+    let (code, thing) = get("/providers/acme/widget/1.0.0/docs/resources/thing");
+    assert_eq!(code, 200, "{thing}");
+    assert!(thing.contains("<strong>thing</strong>"), "{thing}");
+    assert!(!thing.contains("<script>window"), "{thing}");
 }
