@@ -8,6 +8,19 @@ pub mod json;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+/// `text` cut to at most `max` bytes, at a character boundary (READMEs, descriptions and
+/// documentation pages kept within their bounds).
+pub(crate) fn cap(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+    text
+}
+
 /// True for the characters that never reach a terminal or a log as they are: every control
 /// character (C0 with `\n`, `\r`, `\t` and ESC; DEL; C1 with CSI U+009B), the
 /// bidirectional embeddings, overrides, isolates and marks, line and paragraph separators,

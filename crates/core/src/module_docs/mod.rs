@@ -244,7 +244,7 @@ pub fn fit(docs: &mut ModuleDocs, max: usize) {
         let keep = part.readme.len().saturating_sub(excess + 64);
         if part.readme.len() > keep {
             excess = excess.saturating_sub(part.readme.len() - keep);
-            part.readme = read::cap_text(std::mem::take(&mut part.readme), keep);
+            part.readme = crate::text::cap(std::mem::take(&mut part.readme), keep);
             part.readme_truncated = true;
         }
     }
@@ -257,7 +257,8 @@ pub fn fit(docs: &mut ModuleDocs, max: usize) {
             let parts = std::iter::once(&mut d.root).chain(d.submodules.iter_mut());
             for part in parts {
                 for input in &mut part.inputs {
-                    input.description = read::cap_text(std::mem::take(&mut input.description), 200);
+                    input.description =
+                        crate::text::cap(std::mem::take(&mut input.description), 200);
                     if let Some(default) = &input.default {
                         if default.len() > 200 {
                             input.default = Some("(too long to show)".into());
@@ -266,7 +267,7 @@ pub fn fit(docs: &mut ModuleDocs, max: usize) {
                 }
                 for output in &mut part.outputs {
                     output.description =
-                        read::cap_text(std::mem::take(&mut output.description), 200);
+                        crate::text::cap(std::mem::take(&mut output.description), 200);
                 }
             }
         },

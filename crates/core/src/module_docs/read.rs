@@ -112,7 +112,7 @@ impl Collected {
                 .take(MAX_README_BYTES as u64 + 1)
                 .read_to_end(&mut bytes)?;
             let cut = bytes.len() > MAX_README_BYTES;
-            let text = cap_text(
+            let text = crate::text::cap(
                 String::from_utf8_lossy(&bytes).into_owned(),
                 MAX_README_BYTES,
             );
@@ -184,16 +184,4 @@ impl Folder {
         }
         Ok(part)
     }
-}
-
-/// `text` cut to at most `max` bytes, at a character boundary.
-pub(super) fn cap_text(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut cut = max;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-    }
-    text
 }

@@ -65,7 +65,7 @@ fn parse(lines: &[&str]) -> FrontMatter {
         } else {
             unquote(value)
         };
-        let value = (!value.is_empty()).then(|| super::cap(value, MAX_VALUE_BYTES).0);
+        let value = (!value.is_empty()).then(|| crate::text::cap(value, MAX_VALUE_BYTES));
         match key.trim() {
             "page_title" => found.page_title = value,
             "subcategory" => found.subcategory = value,

@@ -137,16 +137,3 @@ impl ProviderDocs {
         self.pages = kept;
     }
 }
-
-/// `text` cut to at most `max` bytes at a character boundary, and whether it was cut.
-fn cap(mut text: String, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.truncate(cut);
-    (text, true)
-}

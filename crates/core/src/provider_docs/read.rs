@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::time::Duration;
 
-use super::{cap, front_matter, DocPage, PageKind, ProviderDocs};
+use super::{front_matter, DocPage, PageKind, ProviderDocs};
 use super::{MAX_DOCS_ENTRIES, MAX_NAME_BYTES, MAX_PAGE_BYTES, MAX_PROVIDER_DOCS_BYTES};
 use crate::layout::ArchiveFormat;
 use crate::module_archive::{self, ModuleArchiveError, ModuleLimits};
@@ -105,7 +105,8 @@ fn read_page(kind: PageKind, name: String, content: &mut dyn Read) -> io::Result
         .read_to_end(&mut bytes)?;
     let text = String::from_utf8_lossy(&bytes);
     let (front, body) = front_matter::split(&text);
-    let (markdown, cut) = cap(body.to_owned(), MAX_PAGE_BYTES);
+    let cut = body.len() > MAX_PAGE_BYTES;
+    let markdown = crate::text::cap(body.to_owned(), MAX_PAGE_BYTES);
     Ok(DocPage {
         kind,
         name,
