@@ -10,11 +10,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use sha2::{Digest, Sha256};
+use tfreg_core::hash::sha256_of_reader;
 use tfreg_core::store::PinRecord;
 use tfreg_core::text::for_terminal as t;
 use tfreg_core::{ArtifactStore, Version};
-use tokio::io::AsyncReadExt;
 
 use crate::address::Named;
 use crate::backend::RegistryArgs;
@@ -99,7 +98,7 @@ async fn restore(
     }
     let was = match store.open(&pin.key).await? {
         Some(body) => {
-            let (sha256, _) = hash(body.reader, None).await?;
+            let (sha256, _) = sha256_of_reader(body.reader, None).await?;
             if sha256 == pin.sha256 {
                 return Ok(Outcome::InPlace);
             }
@@ -115,7 +114,7 @@ async fn restore(
         .await?
         .context("its kept bytes are gone")?;
     let mut spool = tempfile::NamedTempFile::new().context("cannot create a temporary file")?;
-    let (sha256, size) = hash(body.reader, Some(spool.as_file_mut())).await?;
+    let (sha256, size) = sha256_of_reader(body.reader, Some(spool.as_file_mut())).await?;
     if sha256 != pin.sha256 || size != pin.size {
         bail!(
             "its kept bytes do not match the pin (sha256 {sha256}, {size} bytes; pinned {} and {} \
@@ -127,26 +126,4 @@ async fn restore(
     spool.as_file_mut().flush()?;
     writer.put_file(&pin.key, spool.path()).await?;
     Ok(Outcome::Restored { was })
-}
-
-/// The SHA-256 (lowercase hex) and length of what `reader` yields, copied into `copy`.
-async fn hash(
-    mut reader: std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>,
-    mut copy: Option<&mut std::fs::File>,
-) -> anyhow::Result<(String, u64)> {
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 256 * 1024];
-    let mut size = 0u64;
-    loop {
-        let n = reader.read(&mut buffer).await?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-        size += n as u64;
-        if let Some(copy) = copy.as_mut() {
-            copy.write_all(&buffer[..n])?;
-        }
-    }
-    Ok((hex::encode(hasher.finalize()), size))
 }

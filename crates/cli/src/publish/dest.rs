@@ -156,22 +156,10 @@ impl Destination {
         let Some(body) = self.store().open(key).await? else {
             return Ok(Existing::Absent);
         };
-        let mut reader = body.reader;
-        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
-        let mut buffer = vec![0u8; 64 * 1024];
-        loop {
-            let n = reader
-                .read(&mut buffer)
-                .await
-                .with_context(|| format!("cannot read {}", self.describe(key)))?;
-            if n == 0 {
-                break;
-            }
-            sha2::Digest::update(&mut hasher, &buffer[..n]);
-        }
-        Ok(Existing::File {
-            sha256: hex::encode(sha2::Digest::finalize(hasher)),
-        })
+        let (sha256, _) = tfreg_core::hash::sha256_of_reader(body.reader, None)
+            .await
+            .with_context(|| format!("cannot read {}", self.describe(key)))?;
+        Ok(Existing::File { sha256 })
     }
 
     /// Every key under `prefix` (a folder, ending in `/`) that the registry would read.

@@ -241,6 +241,29 @@ pub fn sha256_of_package(file: &File, limits: &PackageLimits) -> Result<String, 
     )
 }
 
+/// SHA-256 (lowercase hex) and length of everything `reader` yields, read in fixed-size
+/// chunks; with `copy`, each chunk is also written there (a spool checked as it is written).
+pub async fn sha256_of_reader(
+    mut reader: impl tokio::io::AsyncRead + Unpin,
+    mut copy: Option<&mut (dyn io::Write + Send)>,
+) -> io::Result<(String, u64)> {
+    use tokio::io::AsyncReadExt;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = reader.read(&mut buffer).await?;
+        if n == 0 {
+            return Ok((hex::encode(hasher.finalize()), total));
+        }
+        total += n as u64;
+        hasher.update(&buffer[..n]);
+        if let Some(copy) = copy.as_mut() {
+            copy.write_all(&buffer[..n])?;
+        }
+    }
+}
+
 /// The `h1:` of an open zip file only, within `limits`.
 pub fn h1_of_package(file: &File, limits: &PackageLimits) -> Result<String, HashError> {
     let len = check_size(file, limits)?;

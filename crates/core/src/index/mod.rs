@@ -433,24 +433,6 @@ impl Indexer {
     }
 }
 
-/// SHA-256 (hex) of everything a reader yields, in fixed-size chunks.
-async fn sha256_of(
-    mut reader: impl tokio::io::AsyncRead + Unpin,
-) -> std::io::Result<(String, u64)> {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut total = 0u64;
-    loop {
-        let n = reader.read(&mut buffer).await?;
-        if n == 0 {
-            return Ok((hex::encode(hasher.finalize()), total));
-        }
-        total += n as u64;
-        hasher.update(&buffer[..n]);
-    }
-}
-
 fn poisoned() -> StoreError {
     StoreError::new("the indexer's pending documents are unusable after a panic in another thread")
 }

@@ -19,7 +19,8 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 
-use super::{sha256_of, Indexer};
+use super::Indexer;
+use crate::hash::sha256_of_reader;
 use crate::layout::pin_slot as slot;
 use crate::layout::{classify, Artifact, Classified, ReleaseFile};
 use crate::names::ProviderAddress;
@@ -227,7 +228,7 @@ impl Indexer {
         let Some(body) = self.store.open(key).await? else {
             return Ok(None);
         };
-        let (sha256, _) = sha256_of(body.reader)
+        let (sha256, _) = sha256_of_reader(body.reader, None)
             .await
             .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
         if sha256 == pin.sha256 {
@@ -368,7 +369,7 @@ impl Indexer {
             let Some(body) = self.artifacts.open_revision(key, revision).await? else {
                 continue; // replaced meanwhile: its own event settles it
             };
-            let (sha256, size) = sha256_of(body.reader)
+            let (sha256, size) = sha256_of_reader(body.reader, None)
                 .await
                 .map_err(|e| StoreError::with_source(format!("cannot read {key}"), e))?;
             self.pin(&artifact, key, revision, &sha256, size, &id)
