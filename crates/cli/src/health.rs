@@ -59,20 +59,12 @@ pub async fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
             (url, args.ca.or(cert))
         }
     };
-    let mut builder = reqwest::Client::builder()
-        .https_only(true)
-        .timeout(args.timeout)
-        .redirect(reqwest::redirect::Policy::none());
-    let env_ca = std::env::var_os("SSL_CERT_FILE").map(PathBuf::from);
-    for path in ca.iter().chain(env_ca.as_ref()) {
-        let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        builder = tfreg_upstream::trusting(builder, &pem)
-            .with_context(|| format!("{} is not PEM", path.display()))?;
-    }
+    let client = crate::https::client(ca.as_deref(), args.timeout)?
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
     let discovery = url.join("/.well-known/terraform.json")?;
     let started = Instant::now();
-    let answer = builder
-        .build()?
+    let answer = client
         .get(discovery.clone())
         .send()
         .await

@@ -115,19 +115,6 @@ fn render(locked: &[Locked]) -> String {
     out
 }
 
-fn client(ca: Option<&PathBuf>) -> anyhow::Result<reqwest::Client> {
-    let mut builder = reqwest::Client::builder()
-        .https_only(true)
-        .timeout(std::time::Duration::from_secs(60));
-    let env_ca = std::env::var_os("SSL_CERT_FILE").map(PathBuf::from);
-    for path in ca.into_iter().chain(env_ca.as_ref()) {
-        let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        builder = tfreg_upstream::trusting(builder, &pem)
-            .with_context(|| format!("{} is not PEM", path.display()))?;
-    }
-    Ok(builder.build()?)
-}
-
 /// `TF_TOKEN_<host>`, the way Terraform names a host's token variable.
 fn terraform_token(mirror: &url::Url) -> Option<String> {
     let host = match mirror.port() {
@@ -150,7 +137,8 @@ pub async fn run(args: LockArgs) -> anyhow::Result<()> {
     let mirror = url::Url::parse(&format!("{}/", args.mirror.trim_end_matches('/')))
         .with_context(|| format!("--mirror {:?} is not a URL", args.mirror))?;
     let token = args.token.clone().or_else(|| terraform_token(&mirror));
-    let client = client(args.ca.as_ref())?;
+    let client =
+        crate::https::client(args.ca.as_deref(), std::time::Duration::from_secs(60))?.build()?;
     let wanted: BTreeSet<&str> = args.platforms.iter().map(String::as_str).collect();
     for entry in &mut locked {
         let url = mirror.join(&format!("{}/{}.json", entry.address, entry.version))?;

@@ -7,6 +7,7 @@
 mod address;
 mod backend;
 mod health;
+mod https;
 mod lock;
 mod publish;
 mod reindex;

@@ -83,8 +83,8 @@ pub fn init_with_audit_file(default: &str, style: LogStyle, audit: std::fs::File
         .init();
 }
 
-/// The target of audit lines (`tfreg_core::identity::audit`).
-pub const AUDIT_TARGET: &str = "tfreg::audit";
+/// The target of audit lines.
+pub use tfreg_core::identity::audit::TARGET as AUDIT_TARGET;
 
 /// Makes writers that redact and escape each log line before passing it to the writers of
 /// `inner`.

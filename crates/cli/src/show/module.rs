@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use anyhow::bail;
 use tfreg_core::module_docs::ModulePart;
+use tfreg_core::registry::latest_release;
 use tfreg_core::store::ModuleArchive;
 use tfreg_core::text::for_terminal as t;
 use tfreg_core::tokens::Access;
@@ -24,13 +25,8 @@ pub async fn show(
         Some(version) => version,
         None => {
             let listed = registry.module_versions(&Access::All, address).await?;
-            let latest = listed.modules[0]
-                .versions
-                .iter()
-                .map(|v| &v.version)
-                .filter(|v| !v.is_prerelease())
-                .max()
-                .cloned();
+            let latest =
+                latest_release(listed.modules[0].versions.iter().map(|v| &v.version)).cloned();
             match latest {
                 Some(latest) => latest,
                 None => {

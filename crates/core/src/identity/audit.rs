@@ -10,6 +10,9 @@
 
 use std::borrow::Cow;
 
+/// The log target of audit lines (what a logger filters them by).
+pub const TARGET: &str = "tfreg::audit";
+
 /// A value from outside, as an audit line carries it.
 fn escaped(value: &str) -> Cow<'_, str> {
     crate::text::for_terminal(value)
@@ -52,7 +55,7 @@ pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reaso
     let (token_id, subject, reason) = (token_id.as_deref(), subject.as_deref(), &*escaped(reason));
     match event {
         Event::Refused => tracing::warn!(
-            target: "tfreg::audit",
+            target: TARGET,
             event = name,
             token_id,
             subject,
@@ -60,7 +63,7 @@ pub fn record(event: Event, token_id: Option<&str>, subject: Option<&str>, reaso
             "audit: {name}"
         ),
         _ => tracing::info!(
-            target: "tfreg::audit",
+            target: TARGET,
             event = name,
             token_id,
             subject,
@@ -78,7 +81,7 @@ pub fn record_claimed(event: Event, claimed_subject: Option<&str>, reason: &str)
     let claimed_subject = claimed_subject.map(escaped);
     let (claimed_subject, reason) = (claimed_subject.as_deref(), &*escaped(reason));
     tracing::warn!(
-        target: "tfreg::audit",
+        target: TARGET,
         event = name,
         claimed_subject,
         reason,
