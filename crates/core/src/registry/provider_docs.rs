@@ -1,10 +1,12 @@
 //! A served provider release's documentation, from its `docs.zip` record: one record read,
-//! after the same access and served-release checks as the release's details.
+//! after the same access and served-release checks as the release's details (made once for
+//! both on the provider page).
 
 use super::{provider_version_not_found, Registry, RegistryError};
 use crate::names::ProviderAddress;
+use crate::protocol::details::ProviderDetails;
 use crate::provider_docs::ProviderDocs;
-use crate::store::{Record, RecordId};
+use crate::store::{Record, RecordId, StoreError};
 use crate::tokens::Access;
 use crate::version::Version;
 
@@ -25,6 +27,29 @@ impl Registry {
         {
             return Err(provider_version_not_found(provider, version));
         }
+        Ok(self.docs_record(provider, version).await?)
+    }
+
+    /// A provider version's details ([`Registry::provider_details`]) and its documentation,
+    /// the access and served-release checks made once.
+    pub async fn provider_details_and_docs(
+        &self,
+        access: &Access,
+        provider: &ProviderAddress,
+        version: Option<&Version>,
+    ) -> Result<(ProviderDetails, Option<ProviderDocs>), RegistryError> {
+        let details = self.provider_details(access, provider, version).await?;
+        let docs = self.docs_record(provider, &details.version).await?;
+        Ok((details, docs))
+    }
+
+    /// The documentation record, unchecked: callers check access and that the release is
+    /// served.
+    async fn docs_record(
+        &self,
+        provider: &ProviderAddress,
+        version: &Version,
+    ) -> Result<Option<ProviderDocs>, StoreError> {
         let id = RecordId::provider_docs(provider, version);
         Ok(match self.metadata.get(&id).await? {
             Some(Record::ProviderDocs(record)) => Some(record.docs),

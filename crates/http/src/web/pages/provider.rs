@@ -54,20 +54,12 @@ async fn show(
     let Ok(provider) = ProviderAddress::parse(namespace, type_) else {
         return not_found(viewer, "There is no such provider.");
     };
-    let details = match state
+    let (details, docs) = match state
         .registry
-        .provider_details(&viewer.access, &provider, version)
+        .provider_details_and_docs(&viewer.access, &provider, version)
         .await
     {
-        Ok(details) => details,
-        Err(e) => return failure(viewer, e),
-    };
-    let docs = match state
-        .registry
-        .provider_docs(&viewer.access, &provider, &details.version)
-        .await
-    {
-        Ok(docs) => docs,
+        Ok(found) => found,
         Err(e) => return failure(viewer, e),
     };
     let host = registry_host(&state.registry, origin);
