@@ -25,6 +25,7 @@ pub mod hash;
 pub mod identity;
 pub mod index;
 pub mod layout;
+pub mod lifecycle;
 pub mod memory;
 pub mod module_archive;
 pub mod module_docs;
@@ -41,6 +42,7 @@ pub mod text;
 pub mod token_cache;
 pub mod tokens;
 pub mod upstream;
+pub mod usage;
 pub mod version;
 pub mod version_constraint;
 
