@@ -307,6 +307,18 @@ impl tfreg_core::store::ArtifactWriter for Uploader {
             .map_err(|e| self.failed("PutObject", key, e))?;
         Ok(())
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        // In the versioned bucket this adds a delete marker: the pinned version stays.
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| self.failed("DeleteObject", key, e))?;
+        Ok(())
+    }
 }
 
 fn content_type(key: &str) -> &'static str {

@@ -165,4 +165,9 @@ impl crate::store::ArtifactWriter for MemoryArtifactStore {
         self.put(key, bytes);
         Ok(())
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        MemoryArtifactStore::delete(self, key);
+        Ok(())
+    }
 }

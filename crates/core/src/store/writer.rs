@@ -1,6 +1,7 @@
-//! `ArtifactWriter`: the one way the registry itself adds files to the store: the upstream
-//! cache's verified packages and its records. Publishers write with their own tools; the
-//! registry writes only what it fetched and checked, under `mirror/` and `upstream/`.
+//! `ArtifactWriter`: the one way the registry itself changes files in the store: the upstream
+//! cache's verified packages and its records, and the CLI's own writes for a publisher
+//! (`tfreg restore` putting pinned bytes back; `tfreg deprecate` and `tfreg yank` writing a
+//! version's notice and deleting its files). Publishers otherwise write with their own tools.
 
 use std::path::Path;
 
@@ -17,4 +18,8 @@ pub trait ArtifactWriter: Send + Sync {
 
     /// Stores `bytes` under `key`.
     async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError>;
+
+    /// Deletes `key`'s file; nothing to delete is not an error. Kept bytes stay: in a
+    /// versioned bucket the object's versions remain, and pinned copies are never touched.
+    async fn delete(&self, key: &str) -> Result<(), StoreError>;
 }

@@ -95,6 +95,51 @@ impl ArtifactWriter for FsArtifactStore {
             .map_err(|e| StoreError::with_source("a data directory write stopped", e))?
             .map_err(|e| failed(key, e))
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let (store, owned) = (self.clone(), key.to_owned());
+        tokio::task::spawn_blocking(move || store.remove(&owned))
+            .await
+            .map_err(|e| StoreError::with_source("a data directory delete stopped", e))?
+            .map_err(|e| StoreError::with_source(format!("cannot delete {key}"), e))
+    }
+}
+
+impl FsArtifactStore {
+    /// Removes `key`'s file: never through a link (each folder on the way must be a real
+    /// folder), never a folder; a missing file is not an error. Creates nothing.
+    fn remove(&self, key: &str) -> io::Result<()> {
+        let refused = || {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a key of the data directory",
+            )
+        };
+        let path = self.path_for(key).ok_or_else(refused)?;
+        let relative = path.strip_prefix(self.root()).map_err(|_| refused())?;
+        let mut at = self.root().to_path_buf();
+        let mut parts = relative.components().peekable();
+        while let Some(part) = parts.next() {
+            at.push(part);
+            let meta = match std::fs::symlink_metadata(&at) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            let last = parts.peek().is_none();
+            if (last && !meta.is_file()) || (!last && !meta.is_dir()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is not a plain {}",
+                        at.display(),
+                        if last { "file" } else { "folder" }
+                    ),
+                ));
+            }
+        }
+        std::fs::remove_file(&path)
+    }
 }
 
 #[cfg(test)]
@@ -123,5 +168,26 @@ mod tests {
         assert!(e.to_string().contains("cannot write"), "{e}");
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
         assert!(store.put_bytes("../escape.json", vec![]).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn deletes_remove_plain_files_only_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let store = FsArtifactStore::new(root.clone());
+        let key = "modules/acme/net/aws/1.0.0.tar.gz";
+        store.put_bytes(key, b"x".to_vec()).await.unwrap();
+        store.delete(key).await.unwrap();
+        assert!(!root.join(key).exists());
+        store.delete(key).await.unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("1.0.0.tar.gz"), b"keep").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("modules/acme/other")).unwrap();
+        assert!(store
+            .delete("modules/acme/other/1.0.0.tar.gz")
+            .await
+            .is_err());
+        assert!(outside.path().join("1.0.0.tar.gz").exists());
+        assert!(store.delete("../escape.json").await.is_err());
     }
 }
