@@ -8,6 +8,7 @@ mod address;
 mod backend;
 mod health;
 mod https;
+mod lifecycle;
 mod lock;
 mod publish;
 mod reindex;
@@ -60,6 +61,16 @@ enum Command {
     /// Put a published version's pinned bytes back where a hand copy replaced them or a
     /// delete yanked them.
     Restore(restore::RestoreArgs),
+    /// Deprecate a published version: it stays installable, and users are told why and what
+    /// to use instead.
+    Deprecate(lifecycle::MarkArgs),
+    /// Remove a version's deprecation.
+    Undeprecate(lifecycle::UnmarkArgs),
+    /// Withdraw a published version (delete its files; its pinned bytes stay) and record who,
+    /// when and why.
+    Yank(lifecycle::MarkArgs),
+    /// Put a yanked version's pinned files back and remove its yank record.
+    Unyank(lifecycle::UnmarkArgs),
     /// Copy upstream providers (verified) into a data directory or bucket, for an
     /// air-gapped registry or to warm the mirror's cache.
     Sync(sync::SyncArgs),
@@ -87,9 +98,20 @@ fn main() -> ExitCode {
     // Token commands keep their audit lines in the data directory, out of their output.
     let audit = match &cli.command {
         Command::Token(args) => args.audit_log(),
+        Command::Deprecate(args) | Command::Yank(args) => args.audit_log(),
+        Command::Undeprecate(args) | Command::Unyank(args) => args.audit_log(),
         _ => None,
     };
-    init_tracing(level, audit);
+    // On AWS, the lifecycle commands' audit lines go to stderr, for the operator's records.
+    let lifecycle = matches!(
+        cli.command,
+        Command::Deprecate(_) | Command::Undeprecate(_) | Command::Yank(_) | Command::Unyank(_)
+    );
+    let level = match lifecycle && audit.is_none() {
+        true => format!("{level},{}=info", tfreg_http::logging::AUDIT_TARGET),
+        false => level.to_owned(),
+    };
+    init_tracing(&level, audit);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -109,6 +131,10 @@ fn main() -> ExitCode {
             Command::Show(args) => show::run(args).await,
             Command::Publish(args) => publish::run(args).await,
             Command::Restore(args) => restore::run(args).await,
+            Command::Deprecate(args) => lifecycle::deprecate(args).await,
+            Command::Undeprecate(args) => lifecycle::undeprecate(args).await,
+            Command::Yank(args) => lifecycle::yank(args).await,
+            Command::Unyank(args) => lifecycle::unyank(args).await,
             Command::Token(args) => done(token::run(args).await),
             Command::Reindex(args) => done(reindex::run(args).await),
             Command::Sync(args) => done(sync::run(args).await),

@@ -30,7 +30,7 @@ pub struct RestoreArgs {
 
 /// What restoring one pinned file did.
 #[derive(Debug, PartialEq, Eq)]
-enum Outcome {
+pub(crate) enum Outcome {
     /// The file already held its pinned bytes.
     InPlace,
     /// The pinned bytes are back; the key held other bytes (their SHA-256) or nothing.
@@ -53,7 +53,11 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let backend = args.registry.backend()?;
-    let pins = backend.pins(&prefix).await?;
+    // A module's slot is the prefix itself: `1.0.0` must not take `1.0.0-rc.1`'s pin.
+    let module = prefix.starts_with("module/");
+    let pins: Vec<_> = (backend.pins(&prefix).await?.into_iter())
+        .filter(|pin| !module || pin.slot == prefix)
+        .collect();
     if pins.is_empty() {
         bail!(
             "the registry has no pinned file of {what}: it was never served, so there is nothing \
@@ -88,7 +92,7 @@ pub async fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Puts `pin`'s bytes back under its key unless they are already there.
-async fn restore(
+pub(crate) async fn restore(
     store: &dyn ArtifactStore,
     writer: &dyn tfreg_core::store::ArtifactWriter,
     pin: &PinRecord,

@@ -88,3 +88,36 @@ pub fn record_claimed(event: Event, claimed_subject: Option<&str>, reason: &str)
         "audit: {name}"
     );
 }
+
+/// What `tfreg deprecate`, `undeprecate`, `yank` and `unyank` did to a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionEvent {
+    /// A deprecation written.
+    Deprecated,
+    /// A deprecation removed.
+    Undeprecated,
+    /// A version's files deleted, with a yank record.
+    Yanked,
+    /// A yanked version's files put back and its record removed.
+    Unyanked,
+}
+
+impl VersionEvent {
+    /// The value of the line's `event` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionEvent::Deprecated => "version_deprecated",
+            VersionEvent::Undeprecated => "version_undeprecated",
+            VersionEvent::Yanked => "version_yanked",
+            VersionEvent::Unyanked => "version_unyanked",
+        }
+    }
+}
+
+/// Writes the audit line of a change to a version's life: `version` names it
+/// ("module acme/network/aws 1.2.0"), `by` is who the command was told did it, `reason` why.
+pub fn record_version(event: VersionEvent, version: &str, by: &str, reason: &str) {
+    let name = event.name();
+    let (version, by, reason) = (&*escaped(version), &*escaped(by), &*escaped(reason));
+    tracing::info!(target: TARGET, event = name, version, by, reason, "audit: {name}");
+}
