@@ -135,7 +135,11 @@ impl Table {
 
     /// Every item of a partition, in sort-key order; with a `prefix`, only those whose sort
     /// key starts with it (a key condition: nothing else is read).
-    async fn query(&self, partition: &str, prefix: Option<&str>) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn query(
+        &self,
+        partition: &str,
+        prefix: Option<&str>,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
@@ -166,17 +170,19 @@ impl Table {
         }
     }
 
-    /// Every record's item: outside the tokens', the sign-in grants' and the documents'
-    /// partitions. For a full reindex only, never on the request path (a Scan reads the
-    /// whole table).
+    /// Every record's item: outside the tokens', the sign-in grants', the download counts'
+    /// ([`crate::usage`]) and the documents' partitions. For a full reindex only, never on
+    /// the request path (a Scan reads the whole table).
     async fn scan_records(&self) -> Result<Vec<Item>, StoreError> {
         self.scan_items(|scan| {
             scan.filter_expression(
-                "#pk <> :tokens AND NOT begins_with(#pk, :grants) AND NOT begins_with(#pk, :doc)",
+                "#pk <> :tokens AND NOT begins_with(#pk, :grants) AND NOT begins_with(#pk, :doc) \
+                 AND NOT begins_with(#pk, :usage)",
             )
             .expression_attribute_names("#pk", PK)
             .expression_attribute_values(":tokens", AttributeValue::S(TOKENS_PARTITION.into()))
             .expression_attribute_values(":grants", AttributeValue::S("grants#".into()))
+            .expression_attribute_values(":usage", AttributeValue::S(crate::usage::PREFIX.into()))
             .expression_attribute_values(
                 ":doc",
                 AttributeValue::S(tfreg_core::store::partition::DOCUMENTS.into()),

@@ -1,5 +1,5 @@
-//! tfreg's AWS adapters: metadata and tokens in one DynamoDB table, artifacts in S3 handed to
-//! Terraform as presigned URLs. Configuration comes from the standard SDK environment
+//! tfreg's AWS adapters: metadata, tokens and download counts in one DynamoDB table,
+//! artifacts in S3 handed to Terraform as presigned URLs. Configuration comes from the standard SDK environment
 //! (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL` for emulators).
 //!
 //! The adapters need the feature `sdk` (on by default); [`settings`] is always there, as the
@@ -21,6 +21,8 @@ pub mod settings;
 #[cfg(feature = "sdk")]
 pub mod upload;
 #[cfg(feature = "sdk")]
+pub mod usage;
+#[cfg(feature = "sdk")]
 pub mod wiring;
 
 #[cfg(feature = "sdk")]
@@ -31,5 +33,7 @@ pub use dynamo::{DynamoMetadataStore, DynamoTokenStore};
 pub use grants::DynamoGrantStore;
 #[cfg(feature = "sdk")]
 pub use s3::S3ArtifactStore;
+#[cfg(feature = "sdk")]
+pub use usage::DynamoUsage;
 #[cfg(feature = "sdk")]
 pub use wiring::Aws;

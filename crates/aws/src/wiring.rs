@@ -47,6 +47,12 @@ impl Aws {
         DynamoTokenStore::new(crate::dynamodb_client(&self.sdk), table)
     }
 
+    /// The download counts on `table`: read by the read API and `tfreg status`, written by
+    /// the usage function.
+    pub fn usage(&self, table: &str) -> crate::DynamoUsage {
+        crate::DynamoUsage::new(crate::dynamodb_client(&self.sdk), table)
+    }
+
     /// The string of a Secrets Manager secret (the sign-in client's secret).
     pub async fn secret_string(&self, arn: &str) -> Result<String, tfreg_core::StoreError> {
         let client = aws_sdk_secretsmanager::Client::new(&self.sdk);
