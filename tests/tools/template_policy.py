@@ -20,8 +20,10 @@ Checks (see CHECKS at the end):
                            last_used_at, and ReturnValues NONE.
   no-unbounded-writes      no function may put, update or delete table items unless it is
                            the restricted "last used" update, the indexer's writes that its
-                           Deny bounds, or the login function's PutItem (tokens and its
-                           one-time records) and DeleteItem (its one-time records only).
+                           Deny bounds, the login function's PutItem (tokens and its
+                           one-time records) and DeleteItem (its one-time records only), or
+                           the usage function's PutItem and UpdateItem in the usage/
+                           partitions (download counts) only.
   no-table-scan            no function may scan the table (a scan names no partition, so
                            the tokens Deny cannot see it).
   downloads-s3-prefixes    the downloads function reads exactly modules/*, providers/* and
@@ -274,6 +276,22 @@ def login_write_problems(statement, action):
     return []
 
 
+USAGE_PREFIX = "usage/"
+
+
+def usage_write_problems(statement, action):
+    """Why a write of the usage function is not limited to the download counts' partitions
+    ([] if it is)."""
+    if action not in ("dynamodb:PutItem", "dynamodb:UpdateItem"):
+        return [f"the usage function has no business with {action}"]
+    leading = statement.condition("ForAllValues:StringLike", "dynamodb:LeadingKeys") or statement.condition(
+        "ForAllValues:StringEquals", "dynamodb:LeadingKeys"
+    )
+    if not leading or any(not value.startswith(USAGE_PREFIX) for value in leading):
+        return [f"its dynamodb:LeadingKeys is not limited to {USAGE_PREFIX}* (found {leading})"]
+    return []
+
+
 def tokens_deny_actions(template, stmts):
     """The actions a Deny refuses on the tokens partition, whatever else the request says."""
     denied = set()
@@ -393,6 +411,8 @@ def check_no_unbounded_writes(checked):
                 if action == "dynamodb:UpdateItem" and not token_update_problems(s):
                     continue
                 if binary == "login" and not login_write_problems(s, action):
+                    continue
+                if binary == "usage" and not usage_write_problems(s, action):
                     continue
                 if action in bounded:
                     continue

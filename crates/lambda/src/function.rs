@@ -8,7 +8,7 @@
 use crate::config::{ConfigError, FunctionSettings, Lookup};
 use crate::settings::{
     ApiSettings, DiscoverySettings, DownloadsSettings, FetcherSettings, IndexerSettings,
-    LoginSettings, MirrorSettings, WebFunctionSettings,
+    LoginSettings, MirrorSettings, UsageSettings, WebFunctionSettings,
 };
 
 /// The functions of the stack (template.yaml), by what they serve.
@@ -33,6 +33,9 @@ pub enum Function {
     /// S3 event notifications under `upstream/`: fetches the upstream packages the mirror
     /// was asked for into the bucket.
     Fetcher,
+    /// CloudWatch Logs subscription batches of the modules' and providers' download lines:
+    /// adds them to the download counts in the table.
+    Usage,
 }
 
 /// What a function is: the rows of [`Function::ALL`].
@@ -41,7 +44,8 @@ pub struct Spec {
     /// Its package (`crates/functions/<name>`), binary and `build/lambda/<name>/` folder.
     pub name: &'static str,
     /// Its HTTP API routes as template.yaml declares them, `METHOD:PATH`, sorted (none for
-    /// the indexer and the fetcher, which S3 invokes).
+    /// the indexer and the fetcher, which S3 invokes, nor the usage function, which
+    /// CloudWatch Logs invokes).
     pub routes: &'static [&'static str],
     /// The route family it serves (the access log's `route`), if it serves HTTP.
     pub family: Option<tfreg_http::Family>,
@@ -73,7 +77,7 @@ fn reads<S: FunctionSettings>(
 
 impl Function {
     /// Every function of the stack, each once.
-    pub const ALL: [Function; 9] = [
+    pub const ALL: [Function; 10] = [
         Function::Discovery,
         Function::Modules,
         Function::Providers,
@@ -83,6 +87,7 @@ impl Function {
         Function::Web,
         Function::Login,
         Function::Fetcher,
+        Function::Usage,
     ];
 
     /// The function's name, routes and settings: the one place each is written.
@@ -146,6 +151,7 @@ impl Function {
             Function::Fetcher => {
                 reads::<FetcherSettings>("fetcher", &[], None, "tfreg_lambda::fetcher::")
             }
+            Function::Usage => reads::<UsageSettings>("usage", &[], None, "tfreg_lambda::usage::"),
         }
     }
 

@@ -7,11 +7,13 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod download_log;
 pub mod fetcher;
 pub mod function;
 pub mod indexer;
 pub mod settings;
 pub mod upstream;
+pub mod usage;
 
 use std::sync::Arc;
 
@@ -29,6 +31,7 @@ use settings::{
     ApiSettings, DiscoverySettings, DownloadsSettings, IndexerSettings, LoginSettings, UrlSettings,
     WebFunctionSettings,
 };
+pub use usage::run_usage;
 
 /// What a function stops with: the Lambda runtime's boxed error.
 pub type Error = lambda_runtime::Error;

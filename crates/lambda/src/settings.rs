@@ -226,6 +226,30 @@ impl FunctionSettings for IndexerSettings {
     }
 }
 
+/// The usage function: the table it adds download counts to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageSettings {
+    /// `TFREG_TABLE`: where the counts are kept.
+    pub table: String,
+}
+
+/// The flags of [`UsageSettings`].
+#[derive(Parser, Debug)]
+pub struct UsageFlags {
+    #[command(flatten)]
+    table: TableSetting,
+}
+
+impl FunctionSettings for UsageSettings {
+    type Flags = UsageFlags;
+
+    fn from_flags(s: UsageFlags) -> Result<Self, ConfigError> {
+        Ok(UsageSettings {
+            table: required("TFREG_TABLE", s.table.table)?,
+        })
+    }
+}
+
 /// The web pages' function: the registry's settings, and the pages' own.
 #[derive(Clone, PartialEq, Eq)]
 pub struct WebFunctionSettings {

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use tfreg_lambda::settings::{
     ApiSettings, DiscoverySettings, FetcherSettings, IndexerSettings, LoginSettings,
-    MirrorSettings, WebFunctionSettings,
+    MirrorSettings, UsageSettings, WebFunctionSettings,
 };
 use tfreg_lambda::{Function, FunctionSettings};
 
@@ -94,7 +94,7 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                 let functions = environments(&parameters);
                 let case = format!("{parameters:?}");
                 let expected =
-                    if mode == "redirect" { 8 } else { 7 } + usize::from(!identity.is_empty());
+                    if mode == "redirect" { 9 } else { 8 } + usize::from(!identity.is_empty());
                 assert_eq!(functions.len(), expected, "{case}: {functions:?}");
                 for (logical_id, environment) in &functions {
                     let function = function_of(environment);
@@ -150,6 +150,10 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                             let s = IndexerSettings::from_lookup(get).unwrap();
                             assert_eq!(hostname(&s.hostname), want_hostname, "{at}");
                         }
+                        Function::Usage => {
+                            let s = UsageSettings::from_lookup(get).unwrap();
+                            assert!(!s.table.is_empty(), "{at}");
+                        }
                     }
                     // And it is given nothing it does not read.
                     let reads = function.environment();
@@ -177,7 +181,12 @@ fn functions_that_make_no_urls_ignore_download_settings() {
         }
         .map(str::to_owned)
     };
-    for function in [Function::Discovery, Function::Indexer, Function::Fetcher] {
+    for function in [
+        Function::Discovery,
+        Function::Indexer,
+        Function::Fetcher,
+        Function::Usage,
+    ] {
         assert!(function.check(get).is_ok(), "{function:?}");
     }
     let err = Function::Modules.check(get).unwrap_err();
