@@ -31,4 +31,5 @@ mod stack;
 mod stack_bulk;
 mod stack_upstream;
 mod upstream;
+mod usage_aws;
 mod web;

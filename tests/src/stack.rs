@@ -31,8 +31,10 @@ mod banner;
 mod bulk;
 mod events;
 mod gateway;
+mod logs;
 pub use bulk::{BulkDelivery, EventSummary, Uploaded};
 pub use events::s3_event_key;
+pub use logs::subscription_event;
 use gateway::{gateway, Route};
 
 /// How the stack is deployed: its template parameters.
