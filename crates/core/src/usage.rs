@@ -9,7 +9,8 @@
 //! separate aggregation folds the lines into the table. Counts are read through a
 //! [`UsageReader`], never on the protocol's request path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -23,11 +24,29 @@ use crate::version::Version;
 pub const WINDOW_DAYS: u32 = 30;
 /// The longest consumer name kept, in characters.
 pub const MAX_WHO_CHARS: usize = 200;
+/// The most consumers kept per version by [`MemoryUsage`] ([`Usage::add_bounded`]): a flood
+/// of distinct token holders cannot grow the counters without bound.
+pub const MAX_CONSUMERS: usize = 1000;
 
 /// The day of `at`, as days since 1970-01-01 UTC.
 pub fn day_of(at: SystemTime) -> u32 {
     let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     (secs / 86_400) as u32
+}
+
+/// The date of a [`day_of`] day, `YYYY-MM-DD` (UTC).
+pub fn date_of(day: u32) -> String {
+    // Days to a civil date (proleptic Gregorian), as in H. Hinnant's `civil_from_days`.
+    let z = i64::from(day) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// What was downloaded.
@@ -239,6 +258,27 @@ impl Usage {
         }
     }
 
+    /// As [`Usage::add`], keeping at most `max_consumers` consumers of the version: past
+    /// that, the one seen longest ago (the first by name among equals) gives way, so the
+    /// consumers kept are the most recent ones.
+    pub fn add_bounded(&mut self, download: &Download, max_consumers: usize) {
+        self.add(download);
+        let Some(usage) = self.versions.get_mut(download.installed.version()) else {
+            return;
+        };
+        while usage.consumers.len() > max_consumers {
+            let oldest = usage
+                .consumers
+                .iter()
+                .min_by_key(|(who, day)| (**day, *who))
+                .map(|(who, _)| who.clone());
+            match oldest {
+                Some(who) => usage.consumers.remove(&who),
+                None => break,
+            };
+        }
+    }
+
     /// Forgets days and consumers before the window ending `today`.
     pub fn prune(&mut self, today: u32) {
         let first = today.saturating_sub(WINDOW_DAYS - 1);
@@ -277,6 +317,89 @@ pub trait UsageReader: Send + Sync {
 impl UsageReader for NoCount {
     async fn usage(&self, _subject: &Subject) -> Result<Usage, StoreError> {
         Ok(Usage::default())
+    }
+}
+
+/// Downloads folded in memory, per module or provider: a [`DownloadSink`] whose `record`
+/// takes a lock for one fold (no I/O, no wait on a store), and the [`UsageReader`] of what it
+/// folded. The local shape saves it between runs (`tfreg_local::usage`); tests use it alone.
+/// Memory is bounded by what is downloaded: one entry per version (and platform) actually
+/// downloaded, [`WINDOW_DAYS`] days each, and at most [`MAX_CONSUMERS`] consumers a version.
+#[derive(Debug, Default)]
+pub struct MemoryUsage {
+    state: Mutex<MemoryState>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryState {
+    subjects: HashMap<Subject, Usage>,
+    /// Downloads folded in since start: a saver compares it with what it last saved.
+    changes: u64,
+}
+
+impl MemoryUsage {
+    /// Counters restored from what was saved.
+    pub fn from_saved(saved: impl IntoIterator<Item = (Subject, Usage)>) -> Self {
+        let subjects = saved.into_iter().collect();
+        MemoryUsage {
+            state: Mutex::new(MemoryState {
+                subjects,
+                changes: 0,
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, MemoryState> {
+        // A panic while folding leaves counters that are still counters: keep counting.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many downloads were folded in since start (or since [`MemoryUsage::from_saved`]).
+    pub fn changes(&self) -> u64 {
+        self.state().changes
+    }
+
+    /// Everything, pruned to the window ending `today`, to save; with [`MemoryUsage::changes`]
+    /// as of that copy.
+    pub fn saved(&self, today: u32) -> (u64, Vec<(Subject, Usage)>) {
+        let mut state = self.state();
+        let mut all = Vec::with_capacity(state.subjects.len());
+        for (subject, usage) in state.subjects.iter_mut() {
+            usage.prune(today);
+            all.push((subject.clone(), usage.clone()));
+        }
+        (state.changes, all)
+    }
+
+    /// One subject's counters, pruned to the window ending `today`.
+    pub fn usage_on(&self, subject: &Subject, today: u32) -> Usage {
+        let mut usage = self
+            .state()
+            .subjects
+            .get(subject)
+            .cloned()
+            .unwrap_or_default();
+        usage.prune(today);
+        usage
+    }
+}
+
+impl DownloadSink for MemoryUsage {
+    fn record(&self, download: Download) {
+        let mut state = self.state();
+        state
+            .subjects
+            .entry(download.installed.subject())
+            .or_default()
+            .add_bounded(&download, MAX_CONSUMERS);
+        state.changes += 1;
+    }
+}
+
+#[async_trait]
+impl UsageReader for MemoryUsage {
+    async fn usage(&self, subject: &Subject) -> Result<Usage, StoreError> {
+        Ok(self.usage_on(subject, day_of(SystemTime::now())))
     }
 }
 
@@ -337,5 +460,32 @@ mod tests {
         let line = serde_json::to_string(&download).unwrap();
         assert!(line.contains(r#""kind":"module""#), "{line}");
         assert_eq!(serde_json::from_str::<Download>(&line).unwrap(), download);
+    }
+
+    #[test]
+    fn consumers_are_bounded_and_the_most_recent_are_kept() {
+        let memory = MemoryUsage::default();
+        for (who, day) in [("c0", 100), ("c1", 90), ("c2", 110)] {
+            memory.record(module_download("1.0.0", day, Some(who)));
+        }
+        let subject = module_download("1.0.0", 0, None).installed.subject();
+        assert_eq!(memory.usage_on(&subject, 110).versions.len(), 1);
+        assert_eq!(memory.changes(), 3);
+
+        let mut usage = Usage::default();
+        for (who, day) in [("a", 100), ("b", 90), ("c", 110), ("d", 105)] {
+            usage.add_bounded(&module_download("1.0.0", day, Some(who)), 2);
+        }
+        let kept = &usage.versions.values().next().unwrap().consumers;
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["c", "d"]);
+        assert_eq!(usage.counts(110).total, 4, "every download is counted");
+    }
+
+    #[test]
+    fn days_are_dates() {
+        assert_eq!(date_of(0), "1970-01-01");
+        assert_eq!(date_of(11_016), "2000-02-29");
+        assert_eq!(date_of(20_420), "2025-11-28");
+        assert_eq!(date_of(20_785), "2026-11-28");
     }
 }

@@ -22,6 +22,7 @@ use axum::http::StatusCode;
 use axum::Router;
 use tfreg_core::protocol::Discovery;
 use tfreg_core::tokens::TokenStore;
+use tfreg_core::usage::{DownloadSink, NoCount, UsageReader};
 use tfreg_core::{Downloads, Registry};
 
 pub use error::ApiError;
@@ -73,6 +74,33 @@ pub struct ApiState {
     pub tokens: Option<Arc<dyn TokenStore>>,
     /// The pull-through cache of upstream providers, when the mirror has one.
     pub upstream: Option<Upstream>,
+    /// Where each module and provider download Terraform asks for is counted (after it
+    /// succeeded); [`NoCount`] counts nothing.
+    pub downloads: Arc<dyn DownloadSink>,
+    /// Where the read API reads the counts and consumers; [`NoCount`]: none.
+    pub usage: Arc<dyn UsageReader>,
+}
+
+impl ApiState {
+    /// The families' state over `registry`, checking `tokens` unless `None` (a public
+    /// registry); no upstream cache, no download counts.
+    pub fn new(registry: Registry, tokens: Option<Arc<dyn TokenStore>>) -> Self {
+        Self {
+            registry,
+            tokens,
+            upstream: None,
+            downloads: Arc::new(NoCount),
+            usage: Arc::new(NoCount),
+        }
+    }
+
+    /// Counts downloads into `sink`, and reads the counts from `usage` (usually the same
+    /// counters).
+    pub fn with_usage(mut self, sink: Arc<dyn DownloadSink>, usage: Arc<dyn UsageReader>) -> Self {
+        self.downloads = sink;
+        self.usage = usage;
+        self
+    }
 }
 
 /// The upstream cache and the signer of its package URLs (`None`: packages not cached yet
@@ -106,6 +134,10 @@ pub struct AppState {
     pub login: Option<login::LoginState>,
     /// The mirror's pull-through cache of upstream providers; `None`: not configured.
     pub upstream: Option<Upstream>,
+    /// Where module and provider downloads are counted ([`ApiState::downloads`]).
+    pub download_sink: Arc<dyn DownloadSink>,
+    /// Where the counts are read ([`ApiState::usage`]).
+    pub usage: Arc<dyn UsageReader>,
 }
 
 impl AppState {
@@ -125,7 +157,16 @@ impl AppState {
             web: web::WebOptions::default(),
             login: None,
             upstream: None,
+            download_sink: Arc::new(NoCount),
+            usage: Arc::new(NoCount),
         }
+    }
+
+    /// Counts downloads into `sink`, and reads the counts from `usage`.
+    pub fn with_usage(mut self, sink: Arc<dyn DownloadSink>, usage: Arc<dyn UsageReader>) -> Self {
+        self.download_sink = sink;
+        self.usage = usage;
+        self
     }
 
     /// The mirror answers for the upstream providers `upstream` allows.
@@ -179,6 +220,8 @@ impl AppState {
             registry: self.registry.clone(),
             tokens: self.tokens.clone(),
             upstream: self.upstream.clone(),
+            downloads: Arc::clone(&self.download_sink),
+            usage: Arc::clone(&self.usage),
         }
     }
 }

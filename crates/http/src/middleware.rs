@@ -5,7 +5,9 @@ use std::time::{Instant, SystemTime};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tfreg_core::tokens::{authenticate, Access};
+use tfreg_core::names::Namespace;
+use tfreg_core::tokens::{authenticate_record, Access};
+use tfreg_core::usage::Consumer;
 
 use crate::error::ApiError;
 use crate::ApiState;
@@ -40,8 +42,28 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     response
 }
 
+/// Who made a request, as its token says: set by [`authorize`] beside the [`Access`]. A
+/// public registry checks no token, so its requests have no consumer.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The consumer the request's token names ([`Consumer::of`]); `None` on a public
+    /// registry.
+    pub consumer: Option<Consumer>,
+}
+
+impl Caller {
+    /// True when this request may see who installed what in `namespace`: only a request
+    /// whose token was checked and reads the namespace. Nothing personal leaves a
+    /// namespace's readers: a public registry's requests, which carry no checked token,
+    /// never do.
+    pub fn sees_consumers(&self, access: &Access, namespace: &Namespace) -> bool {
+        self.consumer.is_some() && access.allows(namespace)
+    }
+}
+
 /// Decides what the request may read, and records it as an [`Access`] extension for the
-/// handlers. Every protocol route except discovery and the self-authorising downloads passes
+/// handlers, with the [`Caller`] (who the token was issued to, for download counts).
+/// Every protocol route except discovery and the self-authorising downloads passes
 /// through here. A public registry lets everyone read everything; otherwise a valid bearer
 /// token is required (401 with `WWW-Authenticate` when it is missing or not valid).
 pub async fn authorize(
@@ -49,21 +71,27 @@ pub async fn authorize(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let access = match &state.tokens {
-        None => Access::All,
+    let (access, caller) = match &state.tokens {
+        None => (Access::All, Caller::default()),
         Some(tokens) => {
             let header = request
                 .headers()
                 .get(axum::http::header::AUTHORIZATION)
                 .map(|h| h.to_str().unwrap_or(""));
-            match authenticate(tokens.as_ref(), header, SystemTime::now()).await {
-                Ok(Ok(access)) => access,
+            match authenticate_record(tokens.as_ref(), header, SystemTime::now()).await {
+                Ok(Ok(record)) => (
+                    record.access(),
+                    Caller {
+                        consumer: Some(Consumer::of(&record)),
+                    },
+                ),
                 Ok(Err(refused)) => return ApiError::Unauthorized(refused).into_response(),
                 Err(e) => return ApiError::from(e).into_response(),
             }
         }
     };
     request.extensions_mut().insert(access);
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }
 

@@ -110,6 +110,8 @@ fn registry_state(
         registry,
         tokens,
         upstream: None,
+        downloads: Arc::new(tfreg_core::usage::NoCount),
+        usage: Arc::new(tfreg_core::usage::NoCount),
     }
 }
 

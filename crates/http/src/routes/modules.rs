@@ -1,5 +1,6 @@
 //! The module registry protocol (`modules.v1`), and the read API beyond it: details,
-//! `latest`, listings and search, in the public registry's shapes.
+//! `latest`, listings and search, in the public registry's shapes, and download counts
+//! ([`super::usage`]).
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -11,11 +12,14 @@ use serde::Deserialize;
 use tfreg_core::registry::modules::MAX_QUERY_CHARS;
 use tfreg_core::registry::{ModuleFilter, Page};
 use tfreg_core::tokens::Access;
+use tfreg_core::usage::{Installed, Subject};
 use tfreg_core::{ModuleAddress, Namespace, Version};
 
 use crate::answer::{self, AcceptsGzip};
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
+use crate::middleware::Caller;
+use crate::routes::usage;
 use crate::ApiState;
 
 /// The module family's routes, behind the token check.
@@ -44,6 +48,7 @@ pub fn routes(state: ApiState) -> axum::Router {
             "/v1/modules/{namespace}/{name}/{system}/{version}/download",
             get(download),
         )
+        .merge(crate::routes::usage::module_routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::middleware::authorize,
@@ -224,11 +229,7 @@ pub async fn latest(
     JsonPath((namespace, name, system)): JsonPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let address = address(&namespace, &name, &system)?;
-    let details = state
-        .registry
-        .module_details(&access, &address, None)
-        .await?;
-    Ok(Json(details).into_response())
+    details_of(&state, &access, address, None).await
 }
 
 /// `GET /v1/modules/:namespace/:name/:system/:version`: one version's details.
@@ -239,10 +240,28 @@ pub async fn details(
 ) -> Result<Response, ApiError> {
     let address = address(&namespace, &name, &system)?;
     let version = version(&version_text)?;
-    let details = state
-        .registry
-        .module_details(&access, &address, Some(&version))
-        .await?;
+    details_of(&state, &access, address, Some(version)).await
+}
+
+/// The details, with `downloads` the module's count (every version, all time), read beside
+/// them.
+async fn details_of(
+    state: &ApiState,
+    access: &Access,
+    address: ModuleAddress,
+    version: Option<Version>,
+) -> Result<Response, ApiError> {
+    let subject = Subject::Module {
+        address: address.clone(),
+    };
+    let (details, downloads) = tokio::join!(
+        state
+            .registry
+            .module_details(access, &address, version.as_ref()),
+        usage::total_of(state, access, &subject)
+    );
+    let mut details = details?;
+    details.entry.downloads = downloads;
     Ok(Json(details).into_response())
 }
 
@@ -277,9 +296,11 @@ pub async fn download_latest(
 }
 
 /// `GET /v1/modules/:namespace/:name/:system/:version/download`: 204 with `X-Terraform-Get`.
+/// Counted once answered (the only request of a module install that is).
 pub async fn download(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    Extension(caller): Extension<Caller>,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, name, system, version_text)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
@@ -291,5 +312,6 @@ pub async fn download(
         .await?;
     let header =
         axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    usage::count(&state, &caller, Installed::Module { address, version });
     Ok((StatusCode::NO_CONTENT, [(X_TERRAFORM_GET, header)]).into_response())
 }

@@ -1,16 +1,19 @@
-//! The provider registry protocol (`providers.v1`), and provider details beyond it.
+//! The provider registry protocol (`providers.v1`), and provider details and download counts
+//! ([`super::usage`]) beyond it.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
 use tfreg_core::tokens::Access;
-use tfreg_core::Platform;
+use tfreg_core::usage::{Installed, Subject};
+use tfreg_core::{Platform, ProviderAddress, Version};
 
 use crate::answer::{self, AcceptsGzip};
 use crate::error::ApiError;
 use crate::extract::{JsonPath, RequestOrigin};
-use crate::routes::{provider, version};
+use crate::middleware::Caller;
+use crate::routes::{provider, usage, version};
 use crate::ApiState;
 
 /// The provider registry protocol's routes, behind the token check.
@@ -24,6 +27,7 @@ pub fn routes(state: ApiState) -> axum::Router {
             "/v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}",
             get(download),
         )
+        .merge(crate::routes::usage::provider_routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::middleware::authorize,
@@ -38,11 +42,7 @@ pub async fn latest(
     JsonPath((namespace, type_)): JsonPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     let provider = provider(&namespace, &type_)?;
-    let details = state
-        .registry
-        .provider_details(&access, &provider, None)
-        .await?;
-    Ok(Json(details).into_response())
+    details_of(&state, &access, provider, None).await
 }
 
 /// `GET /v1/providers/:namespace/:type/:version`: one release's details.
@@ -53,10 +53,28 @@ pub async fn details(
 ) -> Result<Response, ApiError> {
     let provider = provider(&namespace, &type_)?;
     let version = version(&version_text)?;
-    let details = state
-        .registry
-        .provider_details(&access, &provider, Some(&version))
-        .await?;
+    details_of(&state, &access, provider, Some(version)).await
+}
+
+/// The details, with `downloads` the provider's count (every version and platform, all
+/// time), read beside them.
+async fn details_of(
+    state: &ApiState,
+    access: &Access,
+    provider: ProviderAddress,
+    version: Option<Version>,
+) -> Result<Response, ApiError> {
+    let subject = Subject::Provider {
+        provider: provider.clone(),
+    };
+    let (details, downloads) = tokio::join!(
+        state
+            .registry
+            .provider_details(access, &provider, version.as_ref()),
+        usage::total_of(state, access, &subject)
+    );
+    let mut details = details?;
+    details.downloads = downloads;
     Ok(Json(details).into_response())
 }
 
@@ -75,10 +93,12 @@ pub async fn versions(
     Ok(answer::send(&versions, accepts))
 }
 
-/// `GET /v1/providers/:namespace/:type/:version/download/:os/:arch`
+/// `GET /v1/providers/:namespace/:type/:version/download/:os/:arch`: counted once answered
+/// (the only request of a provider install that is).
 pub async fn download(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    Extension(caller): Extension<Caller>,
     RequestOrigin(origin): RequestOrigin,
     accepts: AcceptsGzip,
     JsonPath((namespace, type_, version_text, os, arch)): JsonPath<(
@@ -96,5 +116,11 @@ pub async fn download(
         .registry
         .provider_download_answer(&access, &provider, &version, &platform, &origin)
         .await?;
+    let installed = Installed::Provider {
+        provider,
+        version,
+        platform,
+    };
+    usage::count(&state, &caller, installed);
     Ok(answer::send(&download, accepts))
 }
