@@ -11,6 +11,7 @@ mod hostile;
 mod image;
 mod immutability;
 mod lambda;
+mod lifecycle;
 mod login;
 mod module_checks;
 mod module_docs;

@@ -1,0 +1,300 @@
+//! A version's life, end to end with the real Terraform on the local shape: a deprecated
+//! module and provider version still install (Terraform 1.11.4 prints the provider's
+//! deprecation, from the versions list's `warnings`, and nothing for a module), a yanked
+//! version is not chosen by a constraint and its record shows in the read API, the pages and
+//! `tfreg status`, `unyank` brings it back; hostile notice files are refused with a reason,
+//! and reasons are shown escaped.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tfreg_e2e::{
+    provider_release, publish, requires_provider, tar_gz, terraform_platform, tfreg, tfreg_run,
+    wait_until, Gpg, Server, TempDir, Terraform,
+};
+
+const HOST: &str = "registry.example.test";
+/// A reason a hostile (or careless) publisher could write: HTML and a terminal escape.
+const HOSTILE_REASON: &str = "<script>window.__pwned=1</script> \u{1b}[31mred";
+
+fn module(value: &str) -> Vec<u8> {
+    tar_gz(&[(
+        "main.tf",
+        &format!("output \"v\" {{ value = \"{value}\" }}\n"),
+    )])
+}
+
+/// acme/network/aws 1.0.0, 1.1.0 and 1.2.0, and a signed acme/widget 1.0.0 for this platform.
+fn publish_all(data: &Path) {
+    for version in ["1.0.0", "1.1.0", "1.2.0"] {
+        publish(
+            data,
+            &format!("modules/acme/network/aws/{version}.tar.gz"),
+            &module(version),
+        );
+    }
+    let own = terraform_platform();
+    let files = provider_release("widget", "1.0.0", &[own.as_str()]);
+    let dir = "providers/acme/widget/1.0.0";
+    for (name, content) in &files {
+        publish(data, &format!("{dir}/{name}"), content);
+    }
+    let gpg = Gpg::new();
+    gpg.generate("release@example.test", "rsa2048", "never", None);
+    let (sums_name, sums) = files.last().unwrap();
+    publish(
+        data,
+        &format!("{dir}/{sums_name}.sig"),
+        &gpg.sign("release@example.test", sums, None),
+    );
+    publish(
+        data,
+        "keys/acme/release.asc",
+        &gpg.export("release@example.test"),
+    );
+}
+
+fn lifecycle(args: &[&str], data: &Path) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--data", data.to_str().unwrap()]);
+    tfreg(&all)
+}
+
+/// `tfreg status`'s report (it exits 3 when something is refused).
+fn status(data: &Path) -> String {
+    let (code, out, err) = tfreg_run(
+        &[
+            "status",
+            "--data",
+            data.to_str().unwrap(),
+            "--hostname",
+            HOST,
+        ],
+        &[],
+    );
+    assert!(
+        code == 0 || code == 3,
+        "status failed ({code}):\n{out}{err}"
+    );
+    out
+}
+
+fn versions_are(server: &Server, expected: &[&str]) -> bool {
+    let mut got = server.module_versions("acme/network/aws");
+    got.sort();
+    got == expected
+}
+
+#[test]
+fn a_deprecated_version_installs_and_a_yanked_one_is_not_chosen() {
+    // Given three module versions and a provider release, served,
+    let data = TempDir::new().unwrap();
+    publish_all(data.path());
+    let server = Server::start(data.path(), &["--hostname", HOST]);
+    let all = ["1.0.0", "1.1.0", "1.2.0"];
+    assert!(wait_until(Duration::from_secs(15), || versions_are(
+        &server, &all
+    )));
+
+    // when 1.0.0 and the provider are deprecated and 1.2.0 is yanked with the CLI,
+    let out = lifecycle(
+        &[
+            "deprecate",
+            "acme/network/aws",
+            "1.0.0",
+            "--reason",
+            HOSTILE_REASON,
+            "--use",
+            "1.1.0",
+            "--retire-on",
+            "2027-03-31",
+            "--by",
+            "alice",
+        ],
+        data.path(),
+    );
+    assert!(
+        out.contains("wrote: modules/acme/network/aws/1.0.0_deprecation.json"),
+        "{out}"
+    );
+    // (the reason's escape character is never printed raw)
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    lifecycle(
+        &[
+            "deprecate",
+            "acme/widget",
+            "1.0.0",
+            "--reason",
+            "widget 1 is end of life",
+            "--use",
+            "2.0.0",
+        ],
+        data.path(),
+    );
+    let out = lifecycle(
+        &[
+            "yank",
+            "acme/network/aws",
+            "1.2.0",
+            "--reason",
+            "leaked a test key",
+            "--by",
+            "bob",
+        ],
+        data.path(),
+    );
+    assert!(
+        out.contains("deleted: modules/acme/network/aws/1.2.0.tar.gz"),
+        "{out}"
+    );
+    assert!(!data
+        .path()
+        .join("modules/acme/network/aws/1.2.0.tar.gz")
+        .exists());
+    assert!(
+        wait_until(Duration::from_secs(15), || versions_are(
+            &server,
+            &["1.0.0", "1.1.0"]
+        )),
+        "1.2.0 is still offered"
+    );
+
+    // then Terraform installs the deprecated version, and a constraint that allowed the yanked
+    // one picks another;
+    let tf = Terraform::new(&server.printed_cli_config(), &server.cert);
+    tf.write(
+        "main.tf",
+        &format!(
+            "module \"old\" {{\n  source  = \"{a}/acme/network/aws\"\n  version = \"1.0.0\"\n}}\n\
+             module \"new\" {{\n  source  = \"{a}/acme/network/aws\"\n  version = \">= 1.0.0\"\n}}\n{}",
+            requires_provider("widget", &format!("{HOST}/acme/widget"), "1.0.0"),
+            a = server.addr,
+        ),
+    );
+    let init = tf.init(&[]);
+    let installed = tf.installed_modules();
+    assert_eq!(installed["old"], "1.0.0", "{installed:?}");
+    assert_eq!(installed["new"], "1.1.0", "{installed:?}");
+    // Terraform 1.11.4 prints a provider registry's `warnings` (docs/lifecycle.md says so),
+    assert!(
+        init.contains("Additional provider information from registry")
+            && init.contains("1.0.0 is deprecated: widget 1 is end of life"),
+        "{init}"
+    );
+    // and nothing about a module's deprecation: its module client reads no such field.
+    assert!(
+        !init.contains("window.__pwned") && !init.to_lowercase().contains("module deprecat"),
+        "{init}"
+    );
+
+    // `tfreg status` lists both, the reason escaped;
+    let report = status(data.path());
+    assert!(!report.contains('\u{1b}'), "{report:?}");
+    assert!(
+        report.contains("<script>window.__pwned=1</script>"),
+        "{report}"
+    );
+    assert!(report.contains("leaked a test key"), "{report}");
+
+    // the audit log has a line for each;
+    let audit = std::fs::read_to_string(data.path().join(".tfreg/audit.log")).unwrap();
+    for event in ["version_deprecated", "version_yanked"] {
+        assert!(audit.contains(event), "{audit}");
+    }
+    assert!(!audit.contains('\u{1b}'), "{audit:?}");
+
+    // and `tfreg unyank` puts 1.2.0 back, byte for byte.
+    let out = lifecycle(&["unyank", "acme/network/aws", "1.2.0"], data.path());
+    assert!(
+        out.contains("restored: modules/acme/network/aws/1.2.0.tar.gz"),
+        "{out}"
+    );
+    assert!(!data
+        .path()
+        .join("modules/acme/network/aws/1.2.0_yank.json")
+        .exists());
+    assert_eq!(
+        std::fs::read(data.path().join("modules/acme/network/aws/1.2.0.tar.gz")).unwrap(),
+        module("1.2.0")
+    );
+    assert!(wait_until(Duration::from_secs(15), || versions_are(
+        &server, &all
+    )));
+    let audit = std::fs::read_to_string(data.path().join(".tfreg/audit.log")).unwrap();
+    assert!(audit.contains("version_unyanked"), "{audit}");
+}
+
+#[test]
+fn what_the_commands_refuse_writes_nothing() {
+    let data = TempDir::new().unwrap();
+    publish(
+        data.path(),
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        &module("1"),
+    );
+    let server = Server::start(data.path(), &[]);
+    assert!(wait_until(Duration::from_secs(15), || versions_are(
+        &server,
+        &["1.0.0"]
+    )));
+    let d = data.path().to_str().unwrap();
+    let refused = |args: &[&str], expected: &str| {
+        let mut all = args.to_vec();
+        all.extend(["--data", d]);
+        let (code, out, err) = tfreg_run(&all, &[]);
+        assert_ne!(code, 0, "{args:?} succeeded:\n{out}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    };
+    refused(
+        &["deprecate", "acme/network/aws", "2.0.0", "--reason", "x"],
+        "has never served version 2.0.0",
+    );
+    refused(
+        &["deprecate", "acme/network/aws", "1.0.0", "--reason", " "],
+        "empty reason",
+    );
+    refused(
+        &[
+            "deprecate",
+            "acme/network/aws",
+            "1.0.0",
+            "--reason",
+            "x",
+            "--use",
+            "1.0.0",
+        ],
+        "names the version itself",
+    );
+    refused(
+        &[
+            "deprecate",
+            "acme/network/aws",
+            "1.0.0",
+            "--reason",
+            "x",
+            "--retire-on",
+            "soon",
+        ],
+        "not a day",
+    );
+    refused(
+        &[
+            "yank",
+            "acme/network/aws",
+            "1.0.0",
+            "--reason",
+            &"x".repeat(1001),
+        ],
+        "longer than 1000 characters",
+    );
+    refused(
+        &["undeprecate", "acme/network/aws", "1.0.0"],
+        "is not deprecated",
+    );
+    refused(&["unyank", "acme/network/aws", "3.0.0"], "never served");
+    let names: Vec<_> = std::fs::read_dir(data.path().join("modules/acme/network/aws"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["1.0.0.tar.gz"]);
+}
