@@ -364,7 +364,7 @@ impl MemoryUsage {
     pub fn saved(&self, today: u32) -> (u64, Vec<(Subject, Usage)>) {
         let mut state = self.state();
         let mut all = Vec::with_capacity(state.subjects.len());
-        for (subject, usage) in state.subjects.iter_mut() {
+        for (subject, usage) in &mut state.subjects {
             usage.prune(today);
             all.push((subject.clone(), usage.clone()));
         }

@@ -11,6 +11,7 @@ pub mod server;
 pub mod snapshot;
 pub mod state;
 pub mod tokens;
+pub mod usage;
 pub mod watcher;
 
 pub use commits::Commits;
@@ -20,4 +21,5 @@ pub use metadata::LocalMetadataStore;
 pub use snapshot::Snapshot;
 pub use state::StateDir;
 pub use tokens::FileTokenStore;
+pub use usage::LocalUsage;
 pub use watcher::{DataDirWatcher, Persistence, WatchOptions};

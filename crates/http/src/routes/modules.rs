@@ -301,6 +301,7 @@ pub async fn download(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     Extension(caller): Extension<Caller>,
+    method: axum::http::Method,
     RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, name, system, version_text)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
@@ -312,6 +313,11 @@ pub async fn download(
         .await?;
     let header =
         axum::http::HeaderValue::try_from(url).map_err(|e| ApiError::Internal(Box::new(e)))?;
-    usage::count(&state, &caller, Installed::Module { address, version });
+    usage::count(
+        &state,
+        &method,
+        &caller,
+        Installed::Module { address, version },
+    );
     Ok((StatusCode::NO_CONTENT, [(X_TERRAFORM_GET, header)]).into_response())
 }

@@ -99,6 +99,7 @@ pub async fn download(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
     Extension(caller): Extension<Caller>,
+    method: axum::http::Method,
     RequestOrigin(origin): RequestOrigin,
     accepts: AcceptsGzip,
     JsonPath((namespace, type_, version_text, os, arch)): JsonPath<(
@@ -121,6 +122,6 @@ pub async fn download(
         version,
         platform,
     };
-    usage::count(&state, &caller, installed);
+    usage::count(&state, &method, &caller, installed);
     Ok(answer::send(&download, accepts))
 }

@@ -23,6 +23,7 @@ use std::collections::BTreeSet;
 use std::time::SystemTime;
 
 use axum::extract::State;
+use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
 use serde::Serialize;
@@ -74,9 +75,13 @@ pub fn provider_routes() -> Router<ApiState> {
         )
 }
 
-/// Counts one download that succeeded. Returns at once: the sink never waits on a store,
-/// and counting never fails a download.
-pub(crate) fn count(state: &ApiState, caller: &Caller, installed: Installed) {
+/// Counts one download that succeeded (a `GET`: the `HEAD` axum answers on the same route is
+/// no install). Returns at once: the sink never waits on a store, and counting never fails
+/// a download.
+pub(crate) fn count(state: &ApiState, method: &Method, caller: &Caller, installed: Installed) {
+    if method != Method::GET {
+        return;
+    }
     state.downloads.record(Download {
         installed,
         consumer: caller.consumer.clone(),
