@@ -4,15 +4,23 @@
 //! of [`crate::report`]), a filter by namespace or address, and exit status 3 when anything
 //! within the filter is refused. File names and refusal reasons come from the data
 //! directory or bucket: every value is printed escaped ([`for_terminal`]), JSON included.
+//!
+//! `--consumers ADDRESS VERSION` prints instead one version's download counts and who
+//! installed it in the last 30 days: from `DATA/.tfreg/usage.json` (what a running server
+//! saved, at most a few seconds old), or the table's counts with `--table`.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
+use serde::Serialize;
 use tfreg_aws::settings::HostnameSetting;
 use tfreg_core::text::for_terminal as t;
+use tfreg_core::usage::{date_of, day_of, Counts, Subject, UsageReader, WINDOW_DAYS};
+use tfreg_core::Version;
 
-use crate::backend::{Backend, RegistryArgs};
+use crate::address::Named;
+use crate::backend::{AwsStores, Backend, RegistryArgs};
 use crate::report::{self, Filter, Scope, StatusDoc};
 
 #[derive(Args, Debug)]
@@ -30,6 +38,17 @@ pub struct StatusArgs {
     /// Print the report as JSON (schema 1, described in the README).
     #[arg(long)]
     json: bool,
+    /// Instead of the report: a version's downloads (last 7 days, last 30 days, all time)
+    /// and who installed it in the last 30 days. ADDRESS is a module (`acme/network/aws`) or
+    /// a provider (`acme/widget`). Read from DATA/.tfreg/usage.json (a running server saves
+    /// it every few seconds), or from the table with --table and --bucket.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["ADDRESS", "VERSION"],
+        conflicts_with_all = ["address", "namespace"]
+    )]
+    consumers: Option<Vec<String>>,
     #[command(flatten)]
     registry: RegistryArgs,
     /// As `tfreg serve --hostname` has it: uploads under `mirror/<hostname>/` are reported
@@ -39,6 +58,17 @@ pub struct StatusArgs {
 }
 
 pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    if let Some(named) = &args.consumers {
+        let [address, version] = named.as_slice() else {
+            anyhow::bail!("--consumers takes a module or provider address and a version");
+        };
+        let report = consumers(args.registry.backend()?, address, version).await?;
+        match args.json {
+            true => println!("{}", tfreg_core::text::json::to_string_pretty(&report)?),
+            false => print!("{}", consumers_text(&report)?),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let filter = Filter::parse(args.namespace.as_deref(), args.address.as_deref())
         .map_err(anyhow::Error::msg)?;
     let backend = args.registry.backend()?;
@@ -224,6 +254,113 @@ fn upstream_text(out: &mut String, doc: &StatusDoc) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One version's downloads and consumers, as `--consumers` prints them.
+#[derive(Debug, Serialize)]
+struct ConsumersReport {
+    /// The module's or provider's address.
+    address: String,
+    version: Version,
+    /// The version's downloads.
+    downloads: Counts,
+    /// A provider version's downloads per platform (`os_arch`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    platforms: Vec<(String, Counts)>,
+    /// Who installed it in the last 30 days, the most recent first.
+    consumers: Vec<Consumed>,
+}
+
+#[derive(Debug, Serialize)]
+struct Consumed {
+    who: String,
+    last_seen: String,
+}
+
+/// Reads a version's counts from the backend's counters.
+async fn consumers(
+    backend: Backend,
+    address: &str,
+    version: &str,
+) -> anyhow::Result<ConsumersReport> {
+    let version = Version::parse(version)?;
+    let (subject, address) = match Named::parse(address)? {
+        Named::Module(address, None) => (
+            Subject::Module {
+                address: address.clone(),
+            },
+            address.to_string(),
+        ),
+        Named::Provider(provider, None) => (
+            Subject::Provider {
+                provider: provider.clone(),
+            },
+            provider.to_string(),
+        ),
+        _ => anyhow::bail!("give the version apart: --consumers ADDRESS VERSION"),
+    };
+    let reader: std::sync::Arc<dyn UsageReader> = match &backend {
+        Backend::DataDir(data) => {
+            let state = data.join(tfreg_local::fs_store::STATE_DIR_NAME);
+            std::sync::Arc::new(tfreg_local::LocalUsage::read(&state)?)
+        }
+        Backend::Aws(names) => AwsStores::usage(names.table()?).await?,
+    };
+    let usage = reader.usage(&subject).await?;
+    let today = day_of(std::time::SystemTime::now());
+    let first = today.saturating_sub(WINDOW_DAYS - 1);
+    let counted = usage.versions.get(&version).cloned().unwrap_or_default();
+    let mut seen: Vec<(String, u32)> = counted
+        .consumers
+        .into_iter()
+        .filter(|(_, day)| *day >= first)
+        .collect();
+    seen.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(ConsumersReport {
+        address,
+        version,
+        downloads: counted.tally.counts(today),
+        platforms: counted
+            .platforms
+            .iter()
+            .map(|(name, tally)| (name.clone(), tally.counts(today)))
+            .collect(),
+        consumers: seen
+            .into_iter()
+            .map(|(who, day)| Consumed {
+                who,
+                last_seen: date_of(day),
+            })
+            .collect(),
+    })
+}
+
+/// The `--consumers` report as text, every name escaped.
+fn consumers_text(report: &ConsumersReport) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let line = |c: &Counts| {
+        format!(
+            "{} in the last 7 days, {} in the last 30 days, {} in all",
+            c.week, c.month, c.total
+        )
+    };
+    writeln!(out, "{} {}", t(&report.address), report.version)?;
+    writeln!(out, "  downloads: {}", line(&report.downloads))?;
+    for (platform, counts) in &report.platforms {
+        writeln!(out, "    {}: {}", t(platform), line(counts))?;
+    }
+    writeln!(
+        out,
+        "  consumers in the last {WINDOW_DAYS} days: {}",
+        report.consumers.len()
+    )?;
+    if report.consumers.is_empty() {
+        writeln!(out, "    (none: no download with a token was counted)")?;
+    }
+    for consumer in &report.consumers {
+        writeln!(out, "    {}  {}", consumer.last_seen, t(&consumer.who))?;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +404,57 @@ mod tests {
             !out.lines().any(|l| l.starts_with("\u{1b}[31mroot")),
             "{out}"
         );
+    }
+
+    #[tokio::test]
+    async fn consumers_are_read_from_the_saved_counts_and_printed_escaped() {
+        use tfreg_core::usage::{Consumer, Download, DownloadSink, Installed};
+        let data = tempfile::tempdir().unwrap();
+        let state = data.path().join(tfreg_local::fs_store::STATE_DIR_NAME);
+        std::fs::create_dir_all(&state).unwrap();
+        let usage = tfreg_local::LocalUsage::open(&state);
+        let today = day_of(std::time::SystemTime::now());
+        for (who, day) in [
+            ("evil\n\x1b[31mroot", today),
+            ("ci", today - 1),
+            ("ci", today - 3),
+        ] {
+            usage.record(Download {
+                installed: Installed::Provider {
+                    provider: tfreg_core::ProviderAddress::parse("acme", "widget").unwrap(),
+                    version: Version::parse("1.0.0").unwrap(),
+                    platform: tfreg_core::Platform::parse("linux", "amd64").unwrap(),
+                },
+                consumer: Some(Consumer {
+                    token: "0123456789abcdef".into(),
+                    who: who.into(),
+                }),
+                day,
+            });
+        }
+        usage.save_if_changed().unwrap();
+        let backend = Backend::DataDir(data.path().to_path_buf());
+        let report = consumers(backend, "acme/widget", "1.0.0").await.unwrap();
+        assert_eq!(report.downloads.total, 3);
+        assert_eq!(report.consumers.len(), 2);
+        let out = consumers_text(&report).unwrap();
+        assert!(
+            !out.contains(|c| c != '\n' && tfreg_core::text::must_escape(c)),
+            "{out}"
+        );
+        assert!(out.contains("linux_amd64: 3 in the last 7 days"), "{out}");
+        assert!(
+            out.contains(&format!("{}  ci", date_of(today - 1))),
+            "{out}"
+        );
+        let backend = Backend::DataDir(data.path().to_path_buf());
+        let none = consumers(backend, "acme/network/aws", "1.0.0")
+            .await
+            .unwrap();
+        assert_eq!(none.downloads.total, 0);
+        let backend = Backend::DataDir(data.path().to_path_buf());
+        assert!(consumers(backend, "acme/widget@1.0.0", "1.0.0")
+            .await
+            .is_err());
     }
 }

@@ -75,6 +75,17 @@ impl AwsStores {
         }
     }
 
+    /// The table's download counts, as the usage function folded them (no bucket needed).
+    pub async fn usage(table: &str) -> anyhow::Result<Arc<dyn tfreg_core::usage::UsageReader>> {
+        #[cfg(feature = "aws")]
+        return Ok(Arc::new(tfreg_aws::Aws::from_env().await.usage(table)));
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = table;
+            Err(not_built())
+        }
+    }
+
     /// The string of a Secrets Manager secret.
     pub async fn secret_string(&self, arn: &str) -> anyhow::Result<String> {
         #[cfg(feature = "aws")]

@@ -18,7 +18,7 @@ use tfreg_core::{ArtifactStore, Downloads, Hostname, Registry};
 use tfreg_http::routes::mirror::Upstream;
 use tfreg_http::AppState;
 use tfreg_local::server::ServerLimits;
-use tfreg_local::StateDir;
+use tfreg_local::{LocalUsage, StateDir};
 use tokio::sync::watch;
 
 use super::banner::Banner;
@@ -36,6 +36,8 @@ pub struct Server {
     banner: Banner,
     /// The local shape's index, watcher and served file: stopped when dropped.
     watching: Option<Watching>,
+    /// The local shape's download counts, saved once more when the server stops.
+    usage: Option<Arc<LocalUsage>>,
     /// The AWS shape's state folder when none is named: removed when dropped, last.
     _scratch: Option<tempfile::TempDir>,
 }
@@ -52,6 +54,9 @@ struct Wired {
     /// The sign-in client's secret.
     client_secret: Option<String>,
     watching: Option<Watching>,
+    /// Where downloads are counted and the counts read: the local shape's counters (the AWS
+    /// shape's are the functions' and the usage function's: none here).
+    usage: Option<Arc<LocalUsage>>,
     /// The files, read and written by the upstream cache.
     files: Arc<dyn ArtifactStore>,
     writer: Arc<dyn ArtifactWriter>,
@@ -127,6 +132,9 @@ impl Server {
             .collect();
         let checked = (!settings.public).then(|| Arc::clone(&wired.tokens));
         let mut state = AppState::new(wired.registry, wired.downloads, checked);
+        if let Some(usage) = &wired.usage {
+            state = state.with_usage(usage.clone(), usage.clone());
+        }
         if let Some((upstream, client)) = settings.upstream.take() {
             let spool = state_dir.path().join("spool");
             std::fs::create_dir_all(&spool)
@@ -186,6 +194,7 @@ impl Server {
             stop,
             banner,
             watching: wired.watching,
+            usage: wired.usage,
             _scratch: scratch,
         })
     }
@@ -205,9 +214,14 @@ impl Server {
             let _ = stopped.wait_for(|stop| *stop).await;
             tracing::info!("shutting down");
         };
-        tfreg_local::server::serve(self.listener, self.tls, self.router, self.limits, shutdown)
-            .await
-            .context("the server stopped")?;
+        let served =
+            tfreg_local::server::serve(self.listener, self.tls, self.router, self.limits, shutdown)
+                .await;
+        // The last downloads counted since the saver's last round.
+        if let Some(usage) = self.usage {
+            let _ = tokio::task::spawn_blocking(move || usage.save_logged()).await;
+        }
+        served.context("the server stopped")?;
         tracing::info!("stopped");
         Ok(())
     }
@@ -233,6 +247,7 @@ async fn wire_aws(
         grants: aws.grants,
         client_secret,
         watching: None,
+        usage: None,
         files: aws.artifacts,
         writer: aws.writer,
     })
@@ -257,6 +272,9 @@ async fn wire_local(
         started,
     )
     .await?;
+    // Download counts, kept between runs in the state folder (saved every few seconds).
+    let usage = Arc::new(LocalUsage::open(state_dir.path()));
+    usage.start_saving();
     Ok(Wired {
         registry: indexed.registry,
         downloads: indexed.downloads,
@@ -264,6 +282,7 @@ async fn wire_local(
         grants: Arc::new(tfreg_local::FileGrantStore::new(state_dir.path())),
         client_secret: settings.identity.oidc_client_secret.clone(),
         watching: Some(indexed.watching),
+        usage: Some(usage),
         files: indexed.artifacts.clone(),
         writer: indexed.artifacts,
     })
