@@ -7,6 +7,7 @@
 use tfreg_core::names::{Platform, ProviderAddress};
 use tfreg_core::usage::{day_of, Consumer, Counts, Download, Installed, Subject, UsageReader};
 use tfreg_core::version::Version;
+use tfreg_e2e::counting::{cost, measure, published};
 use tfreg_e2e::lambda::Answer;
 use tfreg_e2e::stack::{subscription_event, Stack, StackOptions};
 use tfreg_lambda::download_log::DownloadLine;
@@ -132,5 +133,134 @@ fn the_usage_function_counts_each_batch_once_however_often_it_is_delivered() {
         stack.log("usage").contains("cannot be read was dropped"),
         "{}",
         stack.log("usage")
+    );
+}
+
+#[test]
+fn downloads_through_the_stack_are_counted_exactly_from_their_log_lines_and_write_nothing() {
+    // Given the deployed stack (its functions' calls counted) with two module versions, a
+    // provider release for two platforms and a token, each API function warmed with it,
+    let (stack, token) = published(StackOptions::default());
+    for path in [
+        "/v1/modules/acme/network/aws/versions",
+        "/v1/providers/acme/widget/versions",
+    ] {
+        assert_eq!(cost(&stack, Some(&token), path).0, 200);
+    }
+    // when Terraform downloads the module seven times and the provider's packages eight,
+    let downloads = [
+        ("/v1/modules/acme/network/aws/1.1.0/download", 7),
+        ("/v1/providers/acme/widget/1.2.0/download/linux/amd64", 5),
+        ("/v1/providers/acme/widget/1.2.0/download/darwin/arm64", 3),
+    ];
+    for (path, times) in downloads {
+        for _ in 0..times {
+            let (status, calls) = cost(&stack, Some(&token), path);
+            // (each a read at most, and no write: counting is a log line)
+            assert!(matches!(status, 200 | 204), "{path}: {status}");
+            assert!(
+                calls.iter().all(|c| !c.writes()) && calls.len() <= 1,
+                "{path}: {calls:?}"
+            );
+        }
+    }
+    // and a request without a token is refused (and so not counted),
+    assert_eq!(cost(&stack, None, downloads[0].0).0, 401);
+
+    // then each function wrote one download line per download,
+    let lines = |function: &str| -> Vec<String> {
+        stack
+            .stdout_lines(function)
+            .into_iter()
+            .filter(|l| l.contains(r#""tfreg_download":1"#))
+            .collect()
+    };
+    let (modules, providers) = (lines("modules"), lines("providers"));
+    assert_eq!(
+        (modules.len(), providers.len()),
+        (7, 8),
+        "{modules:?}\n{providers:?}"
+    );
+    // which CloudWatch Logs delivers to the usage function in batches, each twice,
+    for (group, lines, first_id) in [
+        ("/aws/lambda/ModulesFunction", &modules, 100),
+        ("/aws/lambda/ProvidersFunction", &providers, 200),
+    ] {
+        let (head, tail) = lines.split_at(lines.len() / 2);
+        for (i, batch) in [head, tail].into_iter().enumerate() {
+            let event = subscription_event(group, first_id + 10 * i as u64, batch);
+            assert_eq!(counted(&stack, &event)["repeated"], 0);
+            assert!(counted(&stack, &event)["repeated"].as_u64().unwrap() > 0);
+        }
+    }
+    stack.calls();
+
+    // and the counts read back are exactly the downloads made, with the token's holder.
+    let today = today();
+    let module = Subject::Module {
+        address: tfreg_core::names::ModuleAddress::parse("acme", "network", "aws").unwrap(),
+    };
+    let usage = stack.block_on(stack.usage().usage(&module)).unwrap();
+    assert_eq!(
+        usage.counts(today),
+        Counts {
+            week: 7,
+            month: 7,
+            total: 7
+        }
+    );
+    let version = &usage.versions[&Version::parse("1.1.0").unwrap()];
+    assert_eq!(version.consumers.len(), 1, "{version:?}");
+    assert_eq!(version.consumers.values().next(), Some(&today));
+    let usage = stack.block_on(stack.usage().usage(&widget())).unwrap();
+    assert_eq!(
+        usage.counts(today),
+        Counts {
+            week: 8,
+            month: 8,
+            total: 8
+        }
+    );
+    let version = &usage.versions[&Version::parse("1.2.0").unwrap()];
+    assert_eq!(version.platforms["linux_amd64"].total, 5);
+    assert_eq!(version.platforms["darwin_arm64"].total, 3);
+
+    // And the read API answers them through the functions, from the table.
+    let read = |path: &str| -> serde_json::Value {
+        let answer = measure(&stack, Some(&token), path);
+        // (the versions document and the subject's counts read; nothing written)
+        assert!(answer.calls.iter().all(|c| !c.writes()), "{path}");
+        assert_eq!(
+            answer.status,
+            200,
+            "{path}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        serde_json::from_slice(&answer.body).unwrap()
+    };
+    let modules = read("/v1/modules/acme/network/aws/downloads");
+    assert_eq!(modules["data"]["attributes"]["total"], 7, "{modules}");
+    assert_eq!(modules["data"]["attributes"]["week"], 7, "{modules}");
+    let providers = read("/v1/providers/acme/widget/downloads");
+    assert_eq!(providers["data"]["attributes"]["month"], 8, "{providers}");
+    let platforms = &providers["versions"][0]["platforms"];
+    let of = |os: &str| {
+        platforms
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["os"] == os)
+            .map(|p| p["total"].clone())
+    };
+    assert_eq!(
+        (of("linux"), of("darwin")),
+        (Some(5.into()), Some(3.into())),
+        "{providers}"
+    );
+    let consumers = read("/v1/modules/acme/network/aws/1.1.0/consumers");
+    assert_eq!(
+        consumers["consumers"].as_array().map(Vec::len),
+        Some(1),
+        "{consumers}"
     );
 }

@@ -251,8 +251,9 @@ pub async fn login_state(
 }
 
 /// The modules, providers and mirror functions: their family's routes (`routes`, e.g.
-/// `tfreg_http::routes::modules::routes`) over DynamoDB and S3. Each function passes its
-/// own family's routes, so its binary holds no other family's code.
+/// `tfreg_http::routes::modules::routes`) over DynamoDB and S3, counting downloads as log
+/// lines ([`download_log::LogSink`]) and reading the counts from the table. Each function
+/// passes its own family's routes, so its binary holds no other family's code.
 pub async fn run_api(
     function: Function,
     routes: fn(ApiState) -> axum::Router,
@@ -263,13 +264,15 @@ pub async fn run_api(
         .family
         .ok_or("run_api serves an HTTP family")?;
     let config = configure::<ApiSettings>().await?;
-    let stores = Stores::connect(
-        &config.table,
-        &config.bucket,
-        &config.downloads,
-        config.cache,
+    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let (table, bucket) = (&config.table, &config.bucket);
+    let stores = Stores::connect_with(&aws, table, bucket, &config.downloads, config.cache, false);
+    // Each download is one line on stdout, never a write on the request path; the counts
+    // the usage function made of the lines are read from the table by the read API.
+    let state = api_state(&config, stores).with_usage(
+        Arc::new(download_log::LogSink),
+        Arc::new(aws.usage(&config.table)),
     );
-    let state = api_state(&config, stores.await);
     lambda_http::run(tfreg_http::family(family, routes(state))).await
 }
 
