@@ -10,6 +10,7 @@ use tfreg_core::version::Version;
 use tfreg_e2e::counting::{cost, measure, published};
 use tfreg_e2e::lambda::Answer;
 use tfreg_e2e::stack::{subscription_event, Stack, StackOptions};
+use tfreg_e2e::{host_block, tar_gz, Terraform};
 use tfreg_lambda::download_log::DownloadLine;
 
 /// The usage function's answer to a batch (`tfreg_lambda::usage::BatchSummary`).
@@ -263,4 +264,49 @@ fn downloads_through_the_stack_are_counted_exactly_from_their_log_lines_and_writ
         Some(1),
         "{consumers}"
     );
+}
+
+#[test]
+fn terraform_init_through_the_stack_is_counted_once() {
+    // Given the stack with its own hostname, a module and a token,
+    const HOST: &str = "registry.example.test";
+    let stack = Stack::start(&StackOptions {
+        domain: Some(HOST.into()),
+        ..StackOptions::default()
+    });
+    let key = "modules/acme/network/aws/1.0.0.tar.gz";
+    stack.upload(
+        key,
+        &tar_gz(&[("main.tf", "output \"v\" { value = \"1\" }\n")]),
+    );
+    stack.deliver(&[key]);
+    let token = stack.create_token(&[]);
+    // when Terraform installs the module through the API,
+    let tf = Terraform::new(
+        &format!(
+            "{}credentials \"{HOST}\" {{ token = \"{token}\" }}\n",
+            host_block(HOST, &stack.url)
+        ),
+        &stack.cert,
+    );
+    tf.write(
+        "main.tf",
+        &format!("module \"net\" {{\n  source  = \"{HOST}/acme/network/aws\"\n  version = \"1.0.0\"\n}}\n"),
+    );
+    tf.init(&[]);
+    assert_eq!(tf.installed_modules()["net"], "1.0.0");
+    // and its log lines reach the usage function,
+    let lines: Vec<String> = stack
+        .stdout_lines("modules")
+        .into_iter()
+        .filter(|l| l.contains(r#""tfreg_download":1"#))
+        .collect();
+    let event = subscription_event("/aws/lambda/ModulesFunction", 7, &lines);
+    assert_eq!(counted(&stack, &event)["downloads"], 1);
+    // then the init is one download.
+    let module = Subject::Module {
+        address: tfreg_core::names::ModuleAddress::parse("acme", "network", "aws").unwrap(),
+    };
+    let usage = stack.block_on(stack.usage().usage(&module)).unwrap();
+    assert_eq!(usage.counts(today()).total, 1, "{usage:?}");
 }
