@@ -127,6 +127,20 @@ fn the_usage_function_counts_each_batch_once_however_often_it_is_delivered() {
     assert_eq!(first_version.tally.total, 6);
     assert_eq!(first_version.consumers["alice"], today);
 
+    // A reindex (which scans the table's records) leaves the counts alone.
+    tfreg_e2e::tfreg_with_env(
+        &[
+            "reindex",
+            "--table",
+            &stack.table,
+            "--bucket",
+            &stack.bucket,
+        ],
+        &stack.env,
+    );
+    let reindexed = stack.block_on(stack.usage().usage(&widget())).unwrap();
+    assert_eq!(reindexed, usage);
+
     // A batch that is not one is dropped with an error line, and never fails the function.
     let garbage = serde_json::json!({"awslogs": {"data": "H4sIAAAA!!"}}).to_string();
     assert_eq!(counted(&stack, &garbage)["downloads"], 0);
