@@ -6,6 +6,7 @@ pub mod module;
 pub mod provider;
 pub mod provider_docs;
 pub mod upstream;
+pub mod usage;
 
 use axum::http::StatusCode;
 use axum::response::Response;
