@@ -21,7 +21,8 @@
 //!
 //! Counting is exact per batch: each batch's counter updates are written in transactions
 //! (at most [`TRANSACTION_ITEMS`] items each) that also put a marker, `usage/batches`
-//! `BATCH/CHUNK`, on condition that it is new. A batch delivered again finds its markers and
+//! `BATCH/CHUNK` (`BATCH` a hash of the log group and first event id), on condition that it
+//! is new. A batch delivered again finds its markers and
 //! adds nothing. A consumer's last day is set on condition that it moves forward, which any
 //! repetition leaves as it is.
 
@@ -150,7 +151,7 @@ impl DynamoUsage {
     }
 
     /// Adds a batch's tallies, once per `batch` (an id the batch keeps however often it is
-    /// delivered: its first log event's). Each chunk of counters is one transaction with its
+    /// delivered: its log group and first log event's; hashed when long). Each chunk of counters is one transaction with its
     /// marker; a chunk already written is skipped, so a batch cut off halfway and delivered
     /// again adds only what was missing. Consumers' last days are set afterwards (moving
     /// only forward, so a repetition changes nothing).

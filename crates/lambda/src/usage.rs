@@ -157,8 +157,8 @@ pub fn decode(data: &str) -> Result<Batch, String> {
     serde_json::from_slice(&json).map_err(|e| format!("awslogs.data is not a log batch: {e}"))
 }
 
-/// The batch's id (its first event's), its downloads' tallies, and how many lines were
-/// counted and skipped.
+/// The batch's id (its log group and first event's id), its downloads' tallies, and how
+/// many lines were counted and skipped.
 pub fn fold(batch: &Batch) -> (Option<String>, Tallies, BatchSummary) {
     let mut tallies = Tallies::default();
     let mut summary = BatchSummary {
@@ -184,7 +184,8 @@ pub fn fold(batch: &Batch) -> (Option<String>, Tallies, BatchSummary) {
             "lines of the batch are not download lines"
         );
     }
-    let id = batch.log_events.first().map(|e| e.id.clone());
+    // The same in every delivery of the batch; the log group keeps two groups' ids apart.
+    let id = (batch.log_events.first()).map(|e| format!("{}:{}", batch.log_group, e.id));
     (id, tallies, summary)
 }
 
@@ -262,7 +263,7 @@ mod tests {
         ];
         let batch = decode(&pack(&batch(&messages))).unwrap();
         let (id, tallies, summary) = fold(&batch);
-        assert_eq!(id.as_deref(), Some("37000"));
+        assert_eq!(id.as_deref(), Some("/aws/lambda/providers:37000"));
         assert_eq!((summary.downloads, summary.skipped), (2, 6), "{summary:?}");
         // A version's total and day, its platform's total and day.
         assert_eq!(tallies.counters(), 4);
