@@ -307,6 +307,22 @@ fn terraform_login_issues_a_token_scoped_by_the_persons_groups() {
         &module_config((&server).into(), "network/vpc/aws"),
     );
     terraform.init(&[]);
+    // The version's consumers name her, as her provider does (her token reads network/).
+    let consumers = server
+        .client()
+        .get(format!(
+            "{}/v1/modules/network/vpc/aws/1.0.0/consumers",
+            server.url
+        ))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        consumers.contains("alice@example.com") && consumers.contains("terraform login"),
+        "{consumers}"
+    );
     let mut other = Terraform::new("", &server.cert);
     signed_in(&mut other, home.path());
     other.write("main.tf", &module_config((&server).into(), "secret/db/aws"));
@@ -541,6 +557,23 @@ fn ci_exchanges_its_id_token_for_a_short_lived_scoped_token() {
         list.lines()
             .any(|l| l.contains(job) && l.contains("CI exchange")),
         "{list}"
+    );
+    // The module's consumers name the job and the rule that let it in (to its namespace's
+    // readers: this token reads network/).
+    let consumers = server
+        .client()
+        .get(format!(
+            "{}/v1/modules/network/vpc/aws/1.0.0/consumers",
+            server.url
+        ))
+        .bearer_auth(token)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        consumers.contains(job) && consumers.contains("CI exchange"),
+        "{consumers}"
     );
     assert!(server.log().contains("token_exchanged"));
 
