@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::lifecycle::NoticeKind;
 use crate::names::{
     provider_namespace, Hostname, ModuleAddress, NameError, Namespace, Platform, ProviderAddress,
     ProviderType,
@@ -79,6 +80,33 @@ impl ReleaseFile {
     }
 }
 
+/// What a deprecation or yank record ([`crate::lifecycle`]) is about: a module or a provider.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeTarget {
+    /// A module's version.
+    Module {
+        /// The module.
+        address: ModuleAddress,
+    },
+    /// A provider's release.
+    Provider {
+        /// The provider.
+        provider: ProviderAddress,
+    },
+}
+
+impl fmt::Display for NoticeTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoticeTarget::Module { address } => write!(f, "module {address}"),
+            NoticeTarget::Provider { provider } => write!(f, "provider {provider}"),
+        }
+    }
+}
+
 /// What a recognised key publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Artifact {
@@ -127,6 +155,18 @@ pub enum Artifact {
         /// The release documented, from the folder name.
         version: Version,
     },
+    /// `modules/<namespace>/<name>/<system>/<version>_deprecation.json` (or `_yank.json`), and
+    /// `providers/<namespace>/<type>/<version>/deprecation.json` (or `yank.json`): a
+    /// deprecation or yank record of a version ([`crate::lifecycle`]). Not a version's bytes:
+    /// it may be replaced or deleted. An addition to the layout: such keys were refused before.
+    Notice {
+        /// The module or provider the version is of.
+        target: NoticeTarget,
+        /// The version, from the file name (modules) or the folder name (providers).
+        version: Version,
+        /// Deprecation or yank record.
+        kind: NoticeKind,
+    },
     /// `keys/<namespace>/<any-name>.asc`: a public key trusted to sign the namespace's releases
     SigningKey {
         /// The provider namespace whose releases the key may sign.
@@ -150,7 +190,7 @@ impl Artifact {
     pub fn content_type(&self) -> &'static str {
         match self {
             Artifact::ModuleArchive { format, .. } => format.content_type(),
-            Artifact::ModuleMetadata { .. } => "application/json",
+            Artifact::ModuleMetadata { .. } | Artifact::Notice { .. } => "application/json",
             Artifact::ProviderPackage { .. }
             | Artifact::MirrorPackage { .. }
             | Artifact::ProviderDocs { .. } => "application/zip",
@@ -215,11 +255,11 @@ pub enum Classified {
 }
 
 const MODULE_SHAPE: &str =
-    "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip, or .json for its metadata)";
+    "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip, or .json for its metadata, _deprecation.json or _yank.json for its notices)";
 
 /// The suffix of a module version's metadata sidecar.
 pub const MODULE_METADATA_SUFFIX: &str = ".json";
-const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip, _SHA256SUMS, _SHA256SUMS.sig or _manifest.json (or docs.zip for its documentation)";
+const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-provider-<type>_<version>_<os>_<arch>.zip, _SHA256SUMS, _SHA256SUMS.sig or _manifest.json (or docs.zip for its documentation, deprecation.json or yank.json for its notices)";
 
 /// The file name of a provider release's documentation, beside its packages.
 pub const PROVIDER_DOCS_FILE: &str = "docs.zip";
@@ -294,6 +334,16 @@ fn parse_provider(parts: &[&str]) -> Result<Artifact, KeyError> {
     if *file == PROVIDER_DOCS_FILE {
         return Ok(Artifact::ProviderDocs { provider, version });
     }
+    if let Some(kind) = NoticeKind::ALL
+        .into_iter()
+        .find(|k| *file == k.provider_file())
+    {
+        return Ok(Artifact::Notice {
+            target: NoticeTarget::Provider { provider },
+            version,
+            kind,
+        });
+    }
     let (_, rest) = split_provider_file(file, &provider, Some(&version), PROVIDER_SHAPE)?;
     let release_file = [
         ReleaseFile::Sums,
@@ -358,6 +408,17 @@ fn parse_module(parts: &[&str]) -> Result<Artifact, KeyError> {
         });
     };
     let address = ModuleAddress::parse(namespace, name, system)?;
+    // Before the sidecar: `1.0.0_yank.json` also ends in `.json`.
+    for kind in NoticeKind::ALL {
+        if let Some(stem) = file.strip_suffix(kind.module_suffix()) {
+            let version = Version::parse(stem)?;
+            return Ok(Artifact::Notice {
+                target: NoticeTarget::Module { address },
+                version,
+                kind,
+            });
+        }
+    }
     if let Some(stem) = file.strip_suffix(MODULE_METADATA_SUFFIX) {
         let version = Version::parse(stem)?;
         return Ok(Artifact::ModuleMetadata { address, version });
@@ -402,6 +463,11 @@ impl fmt::Display for Artifact {
             Artifact::ProviderDocs { provider, version } => {
                 write!(f, "provider {provider} {version} documentation")
             }
+            Artifact::Notice {
+                target,
+                version,
+                kind,
+            } => write!(f, "{target} {version} {}", kind.noun()),
             Artifact::SigningKey { namespace } => write!(f, "signing key of namespace {namespace}"),
             Artifact::MirrorPackage {
                 hostname,
@@ -444,7 +510,8 @@ pub fn pin_slot(artifact: &Artifact) -> Option<String> {
         Artifact::ProviderReleaseFile { .. }
         | Artifact::SigningKey { .. }
         | Artifact::ModuleMetadata { .. }
-        | Artifact::ProviderDocs { .. } => return None,
+        | Artifact::ProviderDocs { .. }
+        | Artifact::Notice { .. } => return None,
     })
 }
 
@@ -632,6 +699,77 @@ mod tests {
         ] {
             assert_eq!(classify(key), Classified::Ignored, "{key}");
         }
+    }
+
+    #[test]
+    fn notice_keys_classify_and_older_keys_keep_their_meaning() {
+        let notice = |key: &str| match classify(key) {
+            Classified::Artifact(artifact) => {
+                assert_eq!(pin_slot(&artifact), None, "{key}");
+                assert_eq!(artifact.content_type(), "application/json");
+                let Artifact::Notice {
+                    target,
+                    version,
+                    kind,
+                } = artifact
+                else {
+                    panic!("{key}: {artifact:?}")
+                };
+                (target.to_string(), version.to_string(), kind)
+            }
+            other => panic!("{key}: {other:?}"),
+        };
+        assert_eq!(
+            notice("modules/acme/network/aws/1.2.0_deprecation.json"),
+            (
+                "module acme/network/aws".into(),
+                "1.2.0".into(),
+                NoticeKind::Deprecation
+            )
+        );
+        assert_eq!(
+            notice("modules/Acme/network/aws/1.0.0-rc.1_yank.json"),
+            (
+                "module acme/network/aws".into(),
+                "1.0.0-rc.1".into(),
+                NoticeKind::Yank
+            )
+        );
+        assert_eq!(
+            notice("providers/acme/widget/2.0.0/deprecation.json"),
+            (
+                "provider acme/widget".into(),
+                "2.0.0".into(),
+                NoticeKind::Deprecation
+            )
+        );
+        assert_eq!(
+            notice("providers/acme/widget/2.0.0/yank.json"),
+            (
+                "provider acme/widget".into(),
+                "2.0.0".into(),
+                NoticeKind::Yank
+            )
+        );
+        // Previously valid keys mean what they meant.
+        assert!(matches!(
+            classify("modules/acme/network/aws/1.0.0.json"),
+            Classified::Artifact(Artifact::ModuleMetadata { .. })
+        ));
+        assert_eq!(
+            module("modules/acme/network/aws/1.0.0-rc.1.tar.gz"),
+            (
+                "acme/network/aws".into(),
+                "1.0.0-rc.1".into(),
+                ArchiveFormat::TarGz
+            )
+        );
+        // Near misses stay refused.
+        assert!(invalid("modules/acme/network/aws/v1.0.0_yank.json").contains("leading 'v'"));
+        assert!(invalid("modules/acme/network/aws/1.0.0_Yank.json").contains("not a semantic"));
+        assert!(invalid("modules/acme/network/aws/1.0.0_yank.txt").contains("unknown archive"));
+        assert!(invalid("providers/acme/widget/1.0.0/Yank.json").contains("expected providers/"));
+        assert!(invalid("providers/acme/widget/deprecation.json").contains("expected providers/"));
     }
 
     proptest! {

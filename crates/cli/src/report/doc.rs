@@ -2,7 +2,7 @@
 //! key says of what it concerns. Fields are only ever added.
 
 use serde::{Deserialize, Serialize};
-use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::layout::{classify, Artifact, Classified, NoticeTarget};
 use tfreg_core::store::ProblemRecord;
 
 /// The version of the JSON layout below.
@@ -152,6 +152,28 @@ impl Problem {
                     provider, version, ..
                 }
                 | Artifact::ProviderDocs { provider, version } => (
+                    "provider",
+                    provider.namespace.to_string(),
+                    Some(provider.to_string()),
+                    Some(version.to_string()),
+                    None,
+                ),
+                Artifact::Notice {
+                    target: NoticeTarget::Module { address },
+                    version,
+                    ..
+                } => (
+                    "module",
+                    address.namespace.to_string(),
+                    Some(address.to_string()),
+                    Some(version.to_string()),
+                    None,
+                ),
+                Artifact::Notice {
+                    target: NoticeTarget::Provider { provider },
+                    version,
+                    ..
+                } => (
                     "provider",
                     provider.namespace.to_string(),
                     Some(provider.to_string()),

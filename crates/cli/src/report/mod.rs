@@ -10,7 +10,7 @@ mod filter;
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::layout::{classify, Artifact, Classified, NoticeTarget};
 use tfreg_core::module_archive::secrets::SecretShapedFiles;
 use tfreg_core::providers::{evaluate, CurrentKeys};
 use tfreg_core::store::{partition, MetadataStore, Record};
@@ -52,10 +52,23 @@ impl Scope {
                 }) => {
                     scope.mirrored.insert((hostname, provider));
                 }
+                Classified::Artifact(Artifact::Notice { target, .. }) => scope.note(&target),
                 _ => {}
             }
         }
         scope
+    }
+
+    /// The module or provider a deprecation or yank record is about.
+    fn note(&mut self, target: &NoticeTarget) {
+        match target {
+            NoticeTarget::Module { address } => {
+                self.modules.insert(address.clone());
+            }
+            NoticeTarget::Provider { provider } => {
+                self.providers.insert(provider.clone());
+            }
+        }
     }
 
     /// Everything an index holds records of.
@@ -86,6 +99,7 @@ impl Scope {
                 Record::NamespaceProvider(p) | Record::ListedProvider(p) => {
                     scope.providers.insert(p.clone());
                 }
+                Record::Notice(n) => scope.note(&n.target),
                 Record::Key(_)
                 | Record::Problem(_)
                 | Record::Pin(_)

@@ -30,7 +30,7 @@ use crate::documents::{
     decode, encode, MirrorVersionsDoc, ModuleVersionEntry, ModuleVersionsDoc, ProviderVersionEntry,
     ProviderVersionsDoc, ReleaseDoc,
 };
-use crate::layout::Artifact;
+use crate::layout::{Artifact, NoticeTarget};
 use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
 use crate::providers::{evaluate, next_change, CurrentKeys};
 use crate::registry::modules::{module_archives, served_archives};
@@ -117,6 +117,9 @@ impl Subject {
                 Subject::Mirror(hostname.clone(), provider.clone()),
                 version.clone(),
             ),
+            Artifact::Notice {
+                target, version, ..
+            } => (Subject::of_target(target), version.clone()),
             // Kept in a record of its own, read by the pages that show it.
             Artifact::SigningKey { .. } | Artifact::ProviderDocs { .. } => return None,
         })
@@ -139,10 +142,19 @@ impl Subject {
             Record::ListedModule(s) | Record::NamespaceModule(s) => {
                 Subject::Module(s.address.clone())
             }
+            Record::Notice(n) => Subject::of_target(&n.target),
             Record::Key(_) | Record::Problem(_) | Record::Pin(_) | Record::ProviderDocs(_) => {
                 return None
             }
         })
+    }
+
+    /// The subject whose versions a notice is about.
+    pub fn of_target(target: &NoticeTarget) -> Subject {
+        match target {
+            NoticeTarget::Module { address } => Subject::Module(address.clone()),
+            NoticeTarget::Provider { provider } => Subject::Provider(provider.clone()),
+        }
     }
 
     fn versions_id(&self) -> RecordId {

@@ -16,6 +16,7 @@
 //!
 //! - `modules`: module archives, and their docs;
 //! - `module_meta`: the publisher's metadata sidecar of a module version;
+//! - `notices`: deprecation and yank records of module and provider versions;
 //! - `packages`: provider packages, under `providers/` and `mirror/`;
 //! - `releases`: SHA256SUMS, manifests and signature verdicts;
 //! - `provider_docs`: a provider release's documentation (`docs.zip`);
@@ -30,6 +31,7 @@ mod keys;
 mod listing;
 mod module_meta;
 mod modules;
+mod notices;
 mod packages;
 pub mod pins;
 mod provider_docs;
@@ -308,6 +310,16 @@ impl Indexer {
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
             Artifact::ProviderDocs { provider, version } => {
                 self.index_provider_docs(key, provider, version).await?
+            }
+            Artifact::Notice {
+                target,
+                version,
+                kind,
+            } => {
+                if let crate::layout::NoticeTarget::Provider { provider } = target {
+                    self.note_provider(provider).await?;
+                }
+                self.index_notice(key, target, version, *kind).await?
             }
         };
         let (lost, served) = self.pin_served(key, &artifact).await?;

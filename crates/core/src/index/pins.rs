@@ -63,6 +63,11 @@ fn describe(artifact: &Artifact) -> String {
         Artifact::ProviderDocs { provider, version } => {
             format!("the documentation of version {version} of provider {provider}")
         }
+        Artifact::Notice {
+            target,
+            version,
+            kind,
+        } => format!("the {} of version {version} of {target}", kind.noun()),
     }
 }
 
@@ -303,9 +308,9 @@ impl Indexer {
                 Ok((None, Served::No))
             }
             // Not a version's bytes: the publisher's metadata and docs may change.
-            Artifact::ModuleMetadata { .. } | Artifact::ProviderDocs { .. } => {
-                Ok((None, Served::No))
-            }
+            Artifact::ModuleMetadata { .. }
+            | Artifact::ProviderDocs { .. }
+            | Artifact::Notice { .. } => Ok((None, Served::No)),
         }
     }
 

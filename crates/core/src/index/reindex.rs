@@ -74,6 +74,7 @@ fn object_key(record: &Record) -> Option<&str> {
         Record::Key(r) => Some(&r.key),
         Record::Problem(r) => Some(&r.key),
         Record::ProviderDocs(r) => Some(&r.key),
+        Record::Notice(r) => Some(&r.key),
         Record::NamespaceProvider(_)
         | Record::ListedProvider(_)
         | Record::Pin(_)

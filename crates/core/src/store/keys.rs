@@ -135,6 +135,19 @@ impl RecordId {
         Self::new(partition::provider_docs(provider), version.to_string())
     }
 
+    /// A deprecation or yank record: in the module's partition by `<version>/<key>` (read
+    /// with the version's archives), or in the provider's by `notice/<version>/<key>`.
+    pub fn notice(target: &crate::layout::NoticeTarget, version: &Version, key: &str) -> Self {
+        match target {
+            crate::layout::NoticeTarget::Module { address } => {
+                Self::module_archive(address, version, key)
+            }
+            crate::layout::NoticeTarget::Provider { provider } => {
+                Self::release_file("notice", provider, version, key)
+            }
+        }
+    }
+
     /// A namespace's signing key record, `key` being the `.asc` object.
     pub fn signing_key(namespace: &Namespace, key: &str) -> Self {
         Self::new(partition::keys(namespace), key.to_owned())
@@ -228,6 +241,7 @@ impl Record {
             Record::ListedModule(m) => RecordId::listed_module(&m.address),
             Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),
             Record::ProviderDocs(d) => RecordId::provider_docs(&d.provider, &d.version),
+            Record::Notice(n) => RecordId::notice(&n.target, &n.version, &n.key),
         }
     }
 }

@@ -23,8 +23,9 @@ pub use error::{ErrorChain, StoreError};
 pub use keys::{partition, RecordId, RELEASE_PREFIX};
 pub use metadata::{Document, Expected, MetadataReader, MetadataStore};
 pub use records::{
-    file_name, KeyRecord, ManifestRecord, ModuleArchive, ModuleSummary, PackageRecord, PinRecord,
-    ProblemRecord, ProviderDocsRecord, Record, SignatureRecord, SignedBy, SumsRecord,
+    file_name, KeyRecord, ManifestRecord, ModuleArchive, ModuleSummary, NoticeRecord,
+    PackageRecord, PinRecord, ProblemRecord, ProviderDocsRecord, Record, SignatureRecord, SignedBy,
+    SumsRecord,
 };
 pub use writer::ArtifactWriter;
 

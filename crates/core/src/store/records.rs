@@ -246,6 +246,25 @@ pub struct ProviderDocsRecord {
     pub docs: crate::provider_docs::ProviderDocs,
 }
 
+/// A version's deprecation or yank record ([`crate::lifecycle`]), as read from its file:
+/// in the module's partition beside its archives, or in the provider's beside its release.
+/// A refused file has no record, only a problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoticeRecord {
+    /// The module or provider.
+    pub target: crate::layout::NoticeTarget,
+    /// The version it is about.
+    pub version: Version,
+    /// Deprecation or yank record.
+    pub kind: crate::lifecycle::NoticeKind,
+    /// The file's object key.
+    pub key: String,
+    /// The file's revision read.
+    pub revision: String,
+    /// What it says (checked; shown escaped).
+    pub notice: crate::lifecycle::Notice,
+}
+
 /// Everything the metadata store holds. Each record lives in a partition (read together in
 /// one query) under a sort key unique within it: the shape of a single DynamoDB table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -276,4 +295,6 @@ pub enum Record {
     NamespaceModule(ModuleSummary),
     /// A provider release's documentation ([`partition::provider_docs`]).
     ProviderDocs(ProviderDocsRecord),
+    /// A version's deprecation or yank record.
+    Notice(NoticeRecord),
 }
