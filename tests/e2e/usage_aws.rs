@@ -272,6 +272,24 @@ fn downloads_through_the_stack_are_counted_exactly_from_their_log_lines_and_writ
         (Some(5.into()), Some(3.into())),
         "{providers}"
     );
+    // The details' `downloads` (all versions, all time) reads one item beside what the
+    // details read, not the counts' partition (whose query would answer several items).
+    let details = measure(&stack, Some(&token), "/v1/modules/acme/network/aws");
+    let body: serde_json::Value = serde_json::from_slice(&details.body).unwrap();
+    assert_eq!(body["downloads"], 7, "{body}");
+    let reads: Vec<_> = details
+        .calls
+        .iter()
+        .filter(|c| c.service == "dynamodb")
+        .collect();
+    assert!(
+        reads.iter().all(|c| !c.writes() && c.items <= 1),
+        "{:?}",
+        reads
+            .iter()
+            .map(|c| (&c.action, c.items))
+            .collect::<Vec<_>>()
+    );
     let consumers = read("/v1/modules/acme/network/aws/1.1.0/consumers");
     assert_eq!(
         consumers["consumers"].as_array().map(Vec::len),

@@ -109,7 +109,7 @@ impl Table {
         }
     }
 
-    async fn get(&self, partition: &str, sort: &str) -> Result<Option<Item>, StoreError> {
+    pub(crate) async fn get(&self, partition: &str, sort: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()

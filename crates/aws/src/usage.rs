@@ -8,6 +8,7 @@
 //!
 //! | sort key | attributes | kept |
 //! |---|---|---|
+//! | `total` | `n` (every version's downloads: the details' `downloads`, one item read) | always |
 //! | `total/VERSION` | `n` | always |
 //! | `total/VERSION/OS_ARCH` | `n` | always |
 //! | `day/DAY/VERSION` | `n`, `ttl` | until the day leaves the window |
@@ -89,6 +90,7 @@ impl Tallies {
             let entry = self.counters.entry((pk.clone(), sort)).or_insert((0, ttl));
             entry.0 += 1;
         };
+        count(SUBJECT_TOTAL.to_owned(), None);
         count(format!("total/{version}"), None);
         count(format!("day/{day}/{version}"), Some(expiry(day)));
         if let Some(platform) = download.installed.platform() {
@@ -297,11 +299,20 @@ fn bounded_id(batch: &str) -> String {
     }
 }
 
+/// The sort key of a subject's all-versions total: the details' `downloads` read this one
+/// item, not the partition.
+pub const SUBJECT_TOTAL: &str = "total";
+
 #[async_trait]
 impl UsageReader for DynamoUsage {
     async fn usage(&self, subject: &Subject) -> Result<Usage, StoreError> {
         let items = self.table.query(&partition(subject), None).await?;
         Ok(fold(&items, day_of(SystemTime::now())))
+    }
+
+    async fn total(&self, subject: &Subject) -> Result<u64, StoreError> {
+        let item = self.table.get(&partition(subject), SUBJECT_TOTAL).await?;
+        Ok(item.and_then(|item| number(&item, N)).unwrap_or(0))
     }
 }
 
@@ -450,10 +461,19 @@ mod tests {
         for d in downloads.iter().rev() {
             b.add(d);
         }
-        // Per version: its total, its day, its platform's total and day.
-        assert_eq!(a.counters(), 60 * 4);
+        // The provider's total, and per version: its total, its day, its platform's total
+        // and day.
+        assert_eq!(a.counters(), 1 + 60 * 4);
         assert_eq!(a, b, "the order of the lines does not change the chunks");
-        assert!(a.counters.values().all(|(n, _)| *n == 5));
+        let subject_total = (
+            "usage/provider/acme/widget".to_owned(),
+            SUBJECT_TOTAL.to_owned(),
+        );
+        assert_eq!(a.counters[&subject_total].0, 300);
+        assert!(a
+            .counters
+            .iter()
+            .all(|(key, (n, _))| *key == subject_total || *n == 5));
     }
 
     #[test]
@@ -479,15 +499,16 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            sorts[..4],
+            sorts[..5],
             [
                 "day/20000/1.2.0",
                 "day/20000/1.2.0/linux_amd64",
+                "total",
                 "total/1.2.0",
                 "total/1.2.0/linux_amd64"
             ]
         );
-        assert!(sorts[4].starts_with("consumer/1.2.0/"), "{sorts:?}");
+        assert!(sorts[5].starts_with("consumer/1.2.0/"), "{sorts:?}");
         assert_eq!(bounded_id("3660412380563"), "3660412380563");
         assert_eq!(bounded_id(&"x/".repeat(300)).len(), 64);
     }

@@ -310,6 +310,18 @@ impl Usage {
 pub trait UsageReader: Send + Sync {
     /// Every version's downloads of a module or provider; empty when none was counted.
     async fn usage(&self, subject: &Subject) -> Result<Usage, StoreError>;
+
+    /// All versions' downloads of all time (the details' `downloads`): an adapter whose
+    /// [`UsageReader::usage`] reads more than it answers here keeps this total apart.
+    async fn total(&self, subject: &Subject) -> Result<u64, StoreError> {
+        Ok(self
+            .usage(subject)
+            .await?
+            .versions
+            .values()
+            .map(|v| v.tally.total)
+            .sum())
+    }
 }
 
 /// Reads nothing: no counts.

@@ -101,8 +101,8 @@ pub(crate) async fn total_of(state: &ApiState, access: &Access, subject: &Subjec
     if !access.allows(namespace) {
         return 0;
     }
-    match state.usage.usage(subject).await {
-        Ok(usage) => usage.counts(today()).total,
+    match state.usage.total(subject).await {
+        Ok(total) => total,
         Err(e) => {
             tracing::warn!(error = %tfreg_core::store::ErrorChain(&e), "could not read download counts");
             0
