@@ -13,7 +13,7 @@ use base64::Engine;
 use pgp::composed::{Deserializable, SignedPublicKey};
 use pgp::types::Tag;
 
-use tfreg_core::layout::{classify, Artifact, Classified};
+use tfreg_core::layout::{classify, Artifact, Classified, NoticeTarget};
 use tfreg_core::names::{ModuleName, ModuleSystem, PlatformPart, ProviderType};
 use tfreg_core::{
     gpg, hash, release, Hostname, ModuleAddress, Namespace, Platform, ProviderAddress, Version,
@@ -97,6 +97,15 @@ pub fn layout_key(data: &[u8]) {
             reparses_provider(provider);
             reparses_version(version);
         }
+        Artifact::Notice {
+            target, version, ..
+        } => {
+            match target {
+                NoticeTarget::Module { address } => reparses_module(address),
+                NoticeTarget::Provider { provider } => reparses_provider(provider),
+            }
+            reparses_version(version);
+        }
         Artifact::SigningKey { namespace } => {
             assert_eq!(Namespace::parse(namespace.as_str()).as_ref(), Ok(namespace));
         }
@@ -128,6 +137,16 @@ fn canonical_key(artifact: &Artifact) -> String {
         Artifact::ModuleMetadata { address, version } => {
             format!("modules/{address}/{version}.json")
         }
+        Artifact::Notice {
+            target: NoticeTarget::Module { address },
+            version,
+            kind,
+        } => format!("modules/{address}/{version}{}", kind.module_suffix()),
+        Artifact::Notice {
+            target: NoticeTarget::Provider { provider },
+            version,
+            kind,
+        } => format!("providers/{provider}/{version}/{}", kind.provider_file()),
         Artifact::ProviderPackage {
             provider,
             version,

@@ -21,6 +21,7 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::lifecycle::Notice;
 use crate::names::Platform;
 use crate::providers::ServedRelease;
 use crate::store::{ModuleArchive, RecordId, StoreError};
@@ -32,6 +33,10 @@ use crate::version::Version;
 pub struct ModuleVersionsDoc {
     /// Every served version, with its entry.
     pub versions: BTreeMap<Version, ModuleVersionEntry>,
+    /// The yank records of versions not served ([`crate::lifecycle`]); a yank record of a
+    /// served version is not here (`tfreg status` reports it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub withdrawn: BTreeMap<Version, Notice>,
 }
 
 /// One module version as its versions document keeps it.
@@ -43,14 +48,18 @@ pub struct ModuleVersionEntry {
     /// When the version was first published (Unix seconds; 0 when unknown).
     #[serde(default)]
     pub published_at: u64,
+    /// The version's deprecation, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Notice>,
 }
 
 impl ModuleVersionEntry {
-    /// The entry of the archive served for a version.
-    pub fn of(archive: &ModuleArchive) -> Self {
+    /// The entry of the archive served for a version, and its deprecation.
+    pub fn of(archive: &ModuleArchive, deprecation: Option<Notice>) -> Self {
         Self {
             source: archive.source.clone(),
             published_at: archive.published_at,
+            deprecation,
         }
     }
 }
@@ -72,6 +81,9 @@ impl ModuleVersionsDoc {
 pub struct ProviderVersionsDoc {
     /// Every version served at some time, with its entry; readers filter by `until`.
     pub versions: BTreeMap<Version, ProviderVersionEntry>,
+    /// The yank records of versions not served, as for modules.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub withdrawn: BTreeMap<Version, Notice>,
 }
 
 /// One served provider version as the versions document keeps it.
@@ -84,15 +96,19 @@ pub struct ProviderVersionEntry {
     /// The Unix second from which it is no longer served (its key or signature expires).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<u64>,
+    /// The release's deprecation, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Notice>,
 }
 
 impl ProviderVersionEntry {
-    /// The entry of a served release.
-    pub fn of(release: &ReleaseDoc) -> Self {
+    /// The entry of a served release, and its deprecation.
+    pub fn of(release: &ReleaseDoc, deprecation: Option<Notice>) -> Self {
         Self {
             protocols: release.release.protocols.clone(),
             platforms: release.release.packages.keys().cloned().collect(),
             until: release.until,
+            deprecation,
         }
     }
 }
@@ -171,6 +187,7 @@ mod tests {
             ModuleVersionEntry {
                 source: Some("https://example.com/a".into()),
                 published_at: 7,
+                deprecation: None,
             },
         );
         doc.versions.insert(
@@ -178,6 +195,7 @@ mod tests {
             ModuleVersionEntry {
                 source: Some("https://example.com/b".into()),
                 published_at: 8,
+                deprecation: None,
             },
         );
         let id = RecordId::module_versions(
@@ -198,6 +216,7 @@ mod tests {
             protocols: vec!["5.0".into()],
             platforms: vec![],
             until,
+            deprecation: None,
         };
         let mut doc = ProviderVersionsDoc::default();
         doc.versions.insert(v("1.0.0"), entry(None));

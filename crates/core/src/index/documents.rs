@@ -31,6 +31,7 @@ use crate::documents::{
     ProviderVersionsDoc, ReleaseDoc,
 };
 use crate::layout::{Artifact, NoticeTarget};
+use crate::lifecycle::{Notice, NoticeKind};
 use crate::names::{Hostname, ModuleAddress, Platform, ProviderAddress};
 use crate::providers::{evaluate, next_change, CurrentKeys};
 use crate::registry::modules::{module_archives, served_archives};
@@ -39,6 +40,10 @@ use crate::version::Version;
 
 /// The sort key prefixes of a provider version's records, before the version.
 const RELEASE_KINDS: [&str; 4] = ["package/", "sums/", "signature/", "manifest/"];
+
+/// The sort key prefixes of a provider version's records that its documents are made of:
+/// the release's, and its deprecation and yank records.
+const PROVIDER_KINDS: [&str; 5] = ["package/", "sums/", "signature/", "manifest/", "notice/"];
 
 /// How many release documents are written at once.
 const RELEASE_WRITES: usize = 16;
@@ -396,13 +401,20 @@ impl Indexer {
         let records = self
             .records_of(&partition::module(address), scope, &[""])
             .await?;
+        let mut notices = notices_of(&records);
         let served = served_archives(module_archives(records));
         replace_in_scope(
             &mut attempt.document.versions,
             scope,
-            served
-                .iter()
-                .map(|(v, archive)| (v.clone(), ModuleVersionEntry::of(archive))),
+            served.iter().map(|(v, archive)| {
+                let deprecation = notices.remove(&(v.clone(), NoticeKind::Deprecation));
+                (v.clone(), ModuleVersionEntry::of(archive, deprecation))
+            }),
+        );
+        replace_in_scope(
+            &mut attempt.document.withdrawn,
+            scope,
+            withdrawn(notices, |v| served.contains_key(v)),
         );
         let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
         Ok((body, attempt))
@@ -457,7 +469,7 @@ impl Indexer {
             partition::keys(&provider.namespace),
         );
         let (records, keys) = tokio::join!(
-            self.records_of(&releases, scope, &RELEASE_KINDS),
+            self.records_of(&releases, scope, &PROVIDER_KINDS),
             self.metadata.query(&keys),
         );
         let (records, keys) = (records?, CurrentKeys::from_records(&keys?));
@@ -508,12 +520,20 @@ impl Indexer {
             .buffer_unordered(RELEASE_WRITES)
             .try_collect::<Vec<bool>>()
             .await?;
+        let mut notices = notices_of(&records);
+        let decided = Scope::Versions(decided.clone());
         replace_in_scope(
             &mut attempt.document.versions,
-            &Scope::Versions(decided.clone()),
-            served
-                .iter()
-                .map(|(v, release)| (v.clone(), ProviderVersionEntry::of(release))),
+            &decided,
+            served.iter().map(|(v, release)| {
+                let deprecation = notices.remove(&(v.clone(), NoticeKind::Deprecation));
+                (v.clone(), ProviderVersionEntry::of(release, deprecation))
+            }),
+        );
+        replace_in_scope(
+            &mut attempt.document.withdrawn,
+            &decided,
+            withdrawn(notices, |v| served.contains_key(v)),
         );
         let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
         self.replace(id, body, attempt.expected.as_deref()).await
@@ -551,6 +571,31 @@ impl Indexer {
         }
         Ok(())
     }
+}
+
+/// The notices among `records`, by version and kind (of two files for one version, such as
+/// two spellings of a module's key, the last by key).
+fn notices_of(records: &[Record]) -> BTreeMap<(Version, NoticeKind), Notice> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Notice(n) => Some(((n.version.clone(), n.kind), n.notice.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The yank records of versions not served: what is shown as withdrawn. A yank record of
+/// a served version is not (`tfreg status` reports it as a problem).
+fn withdrawn(
+    notices: BTreeMap<(Version, NoticeKind), Notice>,
+    served: impl Fn(&Version) -> bool,
+) -> Vec<(Version, Notice)> {
+    notices
+        .into_iter()
+        .filter(|((v, kind), _)| *kind == NoticeKind::Yank && !served(v))
+        .map(|((v, _), notice)| (v, notice))
+        .collect()
 }
 
 /// Replaces the entries of `scope`'s versions (every entry, for all) with `found`.

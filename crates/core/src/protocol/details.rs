@@ -2,8 +2,11 @@
 //! details, `latest`, listings and search, in the public registry's shapes (its documented
 //! fields; `downloads` is never counted here, so it is always 0).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
+use crate::lifecycle::Notice;
 use crate::module_docs::ModulePart;
 use crate::protocol::ProviderPlatform;
 use crate::version::Version;
@@ -53,6 +56,72 @@ pub struct ModuleDetails {
     pub providers: Vec<String>,
     /// Every published version of this module, oldest first, prereleases included.
     pub versions: Vec<Version>,
+    /// The shown version's deprecation; absent when it is not deprecated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Deprecation>,
+    /// The deprecated ones among `versions`, by version; absent when none is.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub deprecated_versions: BTreeMap<Version, Deprecation>,
+    /// The versions withdrawn (their files deleted) with a yank record, oldest first;
+    /// absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<Withdrawn>,
+}
+
+/// A version's deprecation, as the read API shows it: every field present, `null` when the
+/// publisher left it out. Text from the publisher, to be escaped where shown.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Deprecation {
+    /// Why.
+    pub reason: String,
+    /// The version to use instead.
+    pub replacement: Option<Version>,
+    /// The day (`YYYY-MM-DD`) the version is planned to be withdrawn.
+    pub retire_on: Option<String>,
+    /// Who deprecated it.
+    pub by: Option<String>,
+    /// When (RFC 3339).
+    pub at: Option<String>,
+}
+
+impl From<&Notice> for Deprecation {
+    fn from(notice: &Notice) -> Self {
+        Self {
+            reason: notice.reason.clone(),
+            replacement: notice.replacement.clone(),
+            retire_on: notice.retire_on.clone(),
+            by: notice.by.clone(),
+            at: notice.at.clone(),
+        }
+    }
+}
+
+/// A version withdrawn, with its yank record.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Withdrawn {
+    /// The version no longer served.
+    pub version: Version,
+    /// Why it was withdrawn.
+    pub reason: String,
+    /// Who withdrew it.
+    pub by: Option<String>,
+    /// When (RFC 3339).
+    pub at: Option<String>,
+}
+
+impl Withdrawn {
+    /// The withdrawn versions of a versions document's yank records, oldest first.
+    pub fn all<'a>(withdrawn: impl IntoIterator<Item = (&'a Version, &'a Notice)>) -> Vec<Self> {
+        withdrawn
+            .into_iter()
+            .map(|(version, notice)| Self {
+                version: version.clone(),
+                reason: notice.reason.clone(),
+                by: notice.by.clone(),
+                at: notice.at.clone(),
+            })
+            .collect()
+    }
 }
 
 /// Where a page of a listing sits: `next_offset` and `next_url` only when a next page
@@ -114,6 +183,15 @@ pub struct ProviderDetails {
     /// The ID of the key whose signature of SHA256SUMS verified (uppercase hex, as
     /// Terraform shows it). Beyond the public registry's fields.
     pub key_id: String,
+    /// The shown version's deprecation; absent when it is not deprecated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Deprecation>,
+    /// The deprecated ones among `versions`, by version; absent when none is.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub deprecated_versions: BTreeMap<Version, Deprecation>,
+    /// The versions withdrawn with a yank record, oldest first; absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<Withdrawn>,
 }
 
 /// Unix seconds as RFC 3339 (`2024-05-01T12:00:00Z`); `None` for 0, "unknown".

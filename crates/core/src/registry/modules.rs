@@ -12,7 +12,9 @@ use super::page::Page;
 use super::{module_not_found, module_version_not_found, Registry, RegistryError};
 use crate::documents::ModuleVersionsDoc;
 use crate::names::{ModuleAddress, Namespace};
-use crate::protocol::details::{rfc3339, ModuleDetails, ModuleEntry, ModuleList};
+use crate::protocol::details::{
+    rfc3339, Deprecation, ModuleDetails, ModuleEntry, ModuleList, Withdrawn,
+};
 use crate::store::{partition, ModuleArchive, ModuleSummary, Record, RecordId, StoreError};
 use crate::tokens::Access;
 use crate::version::Version;
@@ -102,6 +104,8 @@ pub struct VersionPublished {
     pub version: Version,
     /// When, RFC 3339; `None` when the time is not known.
     pub published_at: Option<String>,
+    /// Whether it is deprecated (the details say how).
+    pub deprecated: bool,
 }
 
 /// Which modules a listing shows.
@@ -306,7 +310,13 @@ impl Registry {
             .map(|(version, entry)| VersionPublished {
                 version: version.clone(),
                 published_at: rfc3339(entry.published_at),
+                deprecated: entry.deprecation.is_some(),
             })
+            .collect();
+        let deprecated_versions: BTreeMap<Version, Deprecation> = doc
+            .versions
+            .iter()
+            .filter_map(|(v, entry)| Some((v.clone(), entry.deprecation.as_ref()?.into())))
             .collect();
         let details = ModuleDetails {
             entry: entry(
@@ -321,6 +331,9 @@ impl Registry {
             examples: docs.examples,
             providers,
             versions: doc.versions.keys().cloned().collect(),
+            deprecation: deprecated_versions.get(&version).cloned(),
+            deprecated_versions,
+            withdrawn: Withdrawn::all(&doc.withdrawn),
         };
         Ok(ModulePage { details, published })
     }

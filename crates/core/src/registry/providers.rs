@@ -7,7 +7,7 @@ use super::{provider_not_found, provider_version_not_found, Registry, RegistryEr
 use crate::layout::{Artifact, ReleaseFile};
 use crate::names::Namespace;
 use crate::names::ProviderAddress;
-use crate::protocol::details::{rfc3339, ProviderDetails};
+use crate::protocol::details::{rfc3339, Deprecation, ProviderDetails, Withdrawn};
 use crate::protocol::ProviderPlatform;
 use crate::store::{partition, Record, RecordId, StoreError};
 use crate::tokens::Access;
@@ -99,6 +99,11 @@ impl Registry {
             .await?
             .ok_or_else(|| provider_version_not_found(provider, &version))?;
         let published_at = self.first_served(provider, &version).await?;
+        let deprecated_versions: std::collections::BTreeMap<Version, Deprecation> = doc
+            .served(SystemTime::now())
+            .filter_map(|(v, entry)| Some((v.clone(), entry.deprecation.as_ref()?.into())))
+            .collect();
+        let deprecation = deprecated_versions.get(&version).cloned();
         Ok(ProviderDetails {
             id: format!("{provider}/{version}"),
             owner: String::new(),
@@ -120,6 +125,9 @@ impl Registry {
                 .collect(),
             versions,
             key_id: release.signer.key_id,
+            deprecation,
+            deprecated_versions,
+            withdrawn: Withdrawn::all(&doc.withdrawn),
         })
     }
 

@@ -357,6 +357,7 @@ mod tests {
         .map(|(version, at)| VersionPublished {
             version: v(version),
             published_at: at.map(String::from),
+            deprecated: false,
         });
         let html = versions("/modules/a/b/c", &v("1.1.0"), &published).into_string();
         assert!(
