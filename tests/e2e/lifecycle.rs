@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use tfreg_e2e::counting::{measure, published};
+use tfreg_e2e::stack::StackOptions;
 use tfreg_e2e::{
     provider_release, publish, requires_provider, tar_gz, terraform_platform, tfreg, tfreg_run,
     wait_until, Gpg, Server, TempDir, Terraform,
@@ -297,4 +299,98 @@ fn what_the_commands_refuse_writes_nothing() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names, ["1.0.0.tar.gz"]);
+}
+
+#[test]
+fn on_the_deployed_stack_yank_unyank_and_deprecate_go_through_the_bucket() {
+    // Given the deployed stack with acme/network/aws 1.0.0 and 1.1.0,
+    let (stack, token) = published(StackOptions::default());
+    let run = |args: &[&str]| -> (String, String) {
+        let mut all = args.to_vec();
+        all.extend(["--table", &stack.table, "--bucket", &stack.bucket]);
+        let (code, out, err) = tfreg_run(&all, &stack.env);
+        assert_eq!(code, 0, "tfreg {all:?}:\n{out}{err}");
+        (out, err)
+    };
+    let versions = || -> Vec<String> {
+        let answer = measure(
+            &stack,
+            Some(&token),
+            "/v1/modules/acme/network/aws/versions",
+        );
+        let json: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        let mut all: Vec<String> = json["modules"][0]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap().to_owned())
+            .collect();
+        all.sort();
+        all
+    };
+    let archive = "modules/acme/network/aws/1.1.0.tar.gz";
+    let bytes = |key: &str| -> Vec<u8> {
+        use tfreg_core::ArtifactStore;
+        use tokio::io::AsyncReadExt;
+        let store = stack.artifacts();
+        stack.block_on(async {
+            let mut body = store.open(key).await.unwrap().expect("the object").reader;
+            let mut all = Vec::new();
+            body.read_to_end(&mut all).await.unwrap();
+            all
+        })
+    };
+    let published_bytes = bytes(archive);
+
+    // when 1.1.0 is yanked with the CLI (S3 events delivered as S3 would),
+    let (out, err) = run(&[
+        "yank",
+        "acme/network/aws",
+        "1.1.0",
+        "--reason",
+        "withdrawn on AWS",
+        "--by",
+        "carol",
+    ]);
+    assert!(out.contains(&format!("deleted: {archive}")), "{out}");
+    // (its audit line goes to stderr, for the operator's records)
+    assert!(
+        err.contains("version_yanked") && err.contains("carol"),
+        "{err}"
+    );
+    let record = "modules/acme/network/aws/1.1.0_yank.json";
+    stack.deliver(&[archive, record]);
+
+    // then it is no longer offered, and its record is in the bucket;
+    assert_eq!(versions(), ["1.0.0"]);
+    assert!(stack.keys_under(record).len() == 1);
+
+    // `tfreg unyank` puts the kept object version back and removes the record;
+    let (out, _) = run(&["unyank", "acme/network/aws", "1.1.0"]);
+    assert!(out.contains(&format!("restored: {archive}")), "{out}");
+    stack.deliver(&[archive, record]);
+    assert_eq!(versions(), ["1.0.0", "1.1.0"]);
+    assert_eq!(bytes(archive), published_bytes);
+    assert!(stack.keys_under(record).is_empty());
+
+    // and a deprecation is a file the indexer reads: the read API marks the version.
+    run(&[
+        "deprecate",
+        "acme/network/aws",
+        "1.0.0",
+        "--reason",
+        "use 1.1",
+        "--use",
+        "1.1.0",
+    ]);
+    stack.deliver(&["modules/acme/network/aws/1.0.0_deprecation.json"]);
+    let answer = measure(&stack, Some(&token), "/v1/modules/acme/network/aws/1.0.0");
+    let details: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(details["deprecation"]["reason"], "use 1.1", "{details}");
+    assert_eq!(details["deprecation"]["replacement"], "1.1.0", "{details}");
+    assert_eq!(
+        versions(),
+        ["1.0.0", "1.1.0"],
+        "a deprecated version stays offered"
+    );
 }
