@@ -194,6 +194,7 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
     }
 
     upstream_text(&mut out, doc)?;
+    crate::report::lifecycle::text(&mut out, doc)?;
 
     writeln!(out, "\nProblems (files that are never served):")?;
     if doc.problems.is_empty() {

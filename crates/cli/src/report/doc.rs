@@ -21,6 +21,12 @@ pub struct StatusDoc {
     /// was refreshed, and what was refused.
     #[serde(default)]
     pub upstream: Vec<tfreg_core::upstream::report::UpstreamReport>,
+    /// Served versions with a deprecation ([`tfreg_core::lifecycle`]).
+    #[serde(default)]
+    pub deprecated: Vec<super::lifecycle::NoticeStatus>,
+    /// Versions not served whose yank record says why they were withdrawn.
+    #[serde(default)]
+    pub withdrawn: Vec<super::lifecycle::NoticeStatus>,
     /// How many refusals the document lists: problems, provider versions not served, and
     /// platforms of served versions that are not offered. `tfreg status` exits with 3 when
     /// it is not 0.

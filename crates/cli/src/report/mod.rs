@@ -6,6 +6,7 @@
 
 mod doc;
 mod filter;
+pub mod lifecycle;
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;
@@ -265,21 +266,33 @@ pub async fn build(
         ..StatusDoc::default()
     };
     for address in scope.modules.iter().filter(|a| filter.module(a)) {
-        doc.modules.push(module_status(registry, address).await?);
+        let status = module_status(registry, address).await?;
+        let served = status.versions.iter().map(|v| v.version.clone()).collect();
+        lifecycle::add_notices(&mut doc, metadata, &partition::module(address), &served).await?;
+        doc.modules.push(status);
     }
     for provider in scope.providers.iter().filter(|p| filter.provider(p)) {
-        doc.providers
-            .push(provider_status(metadata, provider).await?);
+        let status = provider_status(metadata, provider).await?;
+        let served = status
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.version.clone())
+            .collect();
+        lifecycle::add_notices(&mut doc, metadata, &partition::provider(provider), &served).await?;
+        doc.providers.push(status);
     }
     for (hostname, provider) in scope.mirrored.iter().filter(|(_, p)| filter.mirrored(p)) {
         doc.mirror
             .extend(mirror_status(registry, hostname, provider).await?);
     }
+    let beside_served = std::mem::take(&mut doc.problems);
     doc.problems = registry
         .problems()
         .await?
         .into_iter()
         .map(Problem::from_record)
+        .chain(beside_served)
         .filter(|p| filter.problem(p))
         .collect();
     doc.refused = doc.problems.len()
