@@ -2,6 +2,7 @@
 
 pub mod catalogue;
 pub mod connect;
+pub mod lifecycle;
 pub mod module;
 pub mod provider;
 pub mod provider_docs;

@@ -11,7 +11,7 @@ use tfreg_core::module_docs::ModulePart;
 use tfreg_core::registry::modules::{ModulePage, VersionPublished};
 use tfreg_core::{ModuleAddress, Version};
 
-use super::{date, failure, not_found, pessimistic_constraint, registry_host};
+use super::{date, failure, lifecycle, not_found, pessimistic_constraint, registry_host};
 use crate::extract::{JsonPath, RequestOrigin};
 use crate::web::{html, layout, markdown, Viewer, WebState};
 
@@ -122,6 +122,7 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
             " · published " (date(entry.published_at.as_deref()))
             @if let Some(source) = &entry.source { " · source " (source_link(source)) }
         }
+        (lifecycle::banner(&base, details.deprecation.as_ref()))
         section.wide aria-labelledby="usage-heading" {
             h2 #usage-heading { "Usage" }
             (layout::copyable("module-block", "module block", &usage(address, &entry.version, host, root)))
@@ -155,6 +156,7 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
                     h2 #versions-heading { "Versions" }
                     (versions(&base, &entry.version, &page.published))
                 }
+                (lifecycle::withdrawn(&details.withdrawn))
             }
         }
     }
@@ -171,6 +173,7 @@ fn versions(base: &str, shown: &Version, published: &[VersionPublished]) -> Mark
                     } @else {
                         a href=(format!("{base}/{}", published.version)) { (published.version.to_string()) }
                     }
+                    (lifecycle::badge(published.deprecated))
                     " "
                     @match published.published_at.as_deref() {
                         Some(at) => time.muted datetime=(at) { (date(Some(at))) },

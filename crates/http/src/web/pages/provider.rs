@@ -10,7 +10,7 @@ use tfreg_core::protocol::details::ProviderDetails;
 use tfreg_core::provider_docs::ProviderDocs;
 use tfreg_core::{ProviderAddress, Version};
 
-use super::{date, failure, not_found, pessimistic_constraint, registry_host};
+use super::{date, failure, lifecycle, not_found, pessimistic_constraint, registry_host};
 use crate::extract::{JsonPath, RequestOrigin};
 use crate::web::{html, layout, Viewer, WebState};
 
@@ -93,6 +93,7 @@ fn render(
             "Version " strong #version { (details.version.to_string()) }
             " · published " (date(details.published_at.as_deref()))
         }
+        (lifecycle::banner(&format!("/providers/{provider}"), details.deprecation.as_ref()))
         section.wide aria-labelledby="usage-heading" {
             h2 #usage-heading { "Usage" }
             (layout::copyable("provider-block", "required_providers block", &usage(provider, &details.version, host)))
@@ -128,10 +129,12 @@ fn render(
                                 } @else {
                                     a href=(format!("/providers/{provider}/{version}")) { (version.to_string()) }
                                 }
+                                (lifecycle::badge(details.deprecated_versions.contains_key(version)))
                             }
                         }
                     }
                 }
+                (lifecycle::withdrawn(&details.withdrawn))
             }
         }
     }
