@@ -29,7 +29,8 @@ pub mod partition {
     /// Every provider that has any file under `providers/`, by address.
     pub const PROVIDERS: &str = "providers";
 
-    /// A module's archive records, by `<version>/<key>`.
+    /// A module's archive records and its versions' deprecation and yank records, by
+    /// `<version>/<key>`.
     pub fn module(address: &ModuleAddress) -> String {
         format!("module/{address}")
     }
