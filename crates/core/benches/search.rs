@@ -42,6 +42,7 @@ fn summary(i: usize) -> ModuleSummary {
         source: None,
         description: Some(format!("Module {i} of the benchmark's catalogue")),
         words,
+        deprecation: None,
     }
 }
 

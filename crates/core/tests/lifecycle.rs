@@ -65,7 +65,7 @@ async fn a_deprecation_written_before_or_after_the_archive_marks_the_served_vers
 
         // then the version is still served, and its details say it is deprecated;
         let shown = details(&world.registry, "1.0.0").await;
-        let deprecation = shown.deprecation.expect("deprecated");
+        let deprecation = shown.entry.deprecation.expect("deprecated");
         assert_eq!(deprecation.reason, "CVE-2026-1 <b>in</b> the NAT rules");
         assert_eq!(deprecation.replacement, Some(v("1.1.0")));
         assert_eq!(deprecation.retire_on.as_deref(), Some("2027-03-31"));
@@ -85,10 +85,25 @@ async fn a_deprecation_written_before_or_after_the_archive_marks_the_served_vers
         let text = serde_json::to_string(&versions).unwrap();
         assert!(!text.contains("deprecat"), "{text}");
 
+        // The listings show the latest version's deprecation: 1.1.0 has none.
+        let listed = world
+            .registry
+            .list_modules(
+                &Access::All,
+                &Default::default(),
+                Default::default(),
+                "/v1/modules",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(listed.modules[0].version, v("1.1.0"));
+        assert_eq!(listed.modules[0].deprecation, None);
+
         // When the deprecation is deleted, the version is no longer marked.
         world.delete(&notice).await;
         let shown = details(&world.registry, "1.0.0").await;
-        assert_eq!(shown.deprecation, None);
+        assert_eq!(shown.entry.deprecation, None);
         assert!(shown.deprecated_versions.is_empty());
     }
 }
@@ -135,6 +150,7 @@ async fn a_bad_notice_is_refused_with_its_reason_and_has_no_effect() {
     world.put(&notice, DEPRECATION.to_vec()).await;
     assert!(details(&world.registry, "1.0.0")
         .await
+        .entry
         .deprecation
         .is_some());
 
@@ -145,7 +161,10 @@ async fn a_bad_notice_is_refused_with_its_reason_and_has_no_effect() {
         .await;
     let reason = problem(&world, &notice).await.expect("refused");
     assert!(reason.contains("not a day"), "{reason}");
-    assert_eq!(details(&world.registry, "1.0.0").await.deprecation, None);
+    assert_eq!(
+        details(&world.registry, "1.0.0").await.entry.deprecation,
+        None
+    );
 
     // a file too large is refused by its size, unread;
     let large = format!(r#"{{"reason": "{}"}}"#, "x".repeat(5000));
@@ -229,8 +248,28 @@ async fn a_reindex_makes_the_same_notices_from_the_files_alone() {
         .put(&format!("{DIRM}/1.0.0_yank.json"), YANK.to_vec())
         .await;
     world.delete(&format!("{DIRM}/1.0.0.tar.gz")).await;
+    // 1.2.0, the latest, is not deprecated; deprecate it and the listing says so.
+    world
+        .put(
+            &format!("{DIRM}/1.2.0_deprecation.json"),
+            DEPRECATION.to_vec(),
+        )
+        .await;
+    let listed = world
+        .registry
+        .list_modules(
+            &Access::All,
+            &Default::default(),
+            Default::default(),
+            "/v1/modules",
+            &[],
+        )
+        .await
+        .unwrap();
+    let deprecation = listed.modules[0].deprecation.as_ref().expect("listed");
+    assert_eq!(deprecation.by.as_deref(), Some("alice"));
     let before = details(&world.registry, "1.1.0").await;
-    assert!(before.deprecation.is_some() && before.withdrawn.len() == 1);
+    assert!(before.entry.deprecation.is_some() && before.withdrawn.len() == 1);
 
     // Given a fresh index of the same files (the 1.0.0 archive deleted),
     let metadata = Arc::new(MemoryMetadataStore::new());
@@ -239,7 +278,11 @@ async fn a_reindex_makes_the_same_notices_from_the_files_alone() {
     // when reindexing, then the answers are the same.
     indexer.reindex_all(|_, _| {}).await.unwrap();
     let after = details(&registry, "1.1.0").await;
-    assert_eq!(after.deprecation, before.deprecation);
+    assert_eq!(after.entry.deprecation, before.entry.deprecation);
     assert_eq!(after.deprecated_versions, before.deprecated_versions);
     assert_eq!(after.withdrawn, before.withdrawn);
+    assert_eq!(
+        details(&registry, "1.2.0").await.entry.deprecation,
+        details(&world.registry, "1.2.0").await.entry.deprecation
+    );
 }

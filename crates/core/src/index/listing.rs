@@ -68,6 +68,15 @@ impl Indexer {
             return Ok(None);
         };
         let archives = version_archives(self.metadata.as_ref(), address, version).await?;
-        Ok(summary_of(archives))
+        let deprecation = doc
+            .versions
+            .get(version)
+            .and_then(|e| e.deprecation.clone());
+        Ok(
+            summary_of(archives).map(|summary| crate::store::ModuleSummary {
+                deprecation,
+                ..summary
+            }),
+        )
     }
 }

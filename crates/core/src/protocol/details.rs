@@ -38,6 +38,9 @@ pub struct ModuleEntry {
     pub downloads: u64,
     /// Always false.
     pub verified: bool,
+    /// The version's deprecation; absent when it is not deprecated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Deprecation>,
 }
 
 /// `GET {modules.v1}NS/NAME/SYSTEM/VERSION` and `{modules.v1}NS/NAME/SYSTEM` (latest).
@@ -56,10 +59,8 @@ pub struct ModuleDetails {
     pub providers: Vec<String>,
     /// Every published version of this module, oldest first, prereleases included.
     pub versions: Vec<Version>,
-    /// The shown version's deprecation; absent when it is not deprecated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub deprecation: Option<Deprecation>,
-    /// The deprecated ones among `versions`, by version; absent when none is.
+    /// The deprecated ones among `versions`, by version; absent when none is (the shown
+    /// version's own is `deprecation`, with the listings' fields).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub deprecated_versions: BTreeMap<Version, Deprecation>,
     /// The versions withdrawn (their files deleted) with a yank record, oldest first;

@@ -374,6 +374,7 @@ mod tests {
             source: None,
             description: Some(description.into()),
             words: String::new(),
+            deprecation: None,
         }
     }
 

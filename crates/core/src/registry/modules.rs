@@ -85,6 +85,7 @@ pub fn summary_of(archives: Vec<ModuleArchive>) -> Option<ModuleSummary> {
             .as_ref()
             .map(|docs| docs.search_words())
             .unwrap_or_default(),
+        deprecation: None,
     })
 }
 
@@ -141,6 +142,7 @@ fn entry(
     published_at: u64,
     source: Option<&String>,
     description: Option<&String>,
+    deprecation: Option<Deprecation>,
 ) -> ModuleEntry {
     ModuleEntry {
         id: format!("{address}/{version}"),
@@ -154,6 +156,7 @@ fn entry(
         published_at: rfc3339(published_at),
         downloads: 0,
         verified: false,
+        deprecation,
     }
 }
 
@@ -246,6 +249,7 @@ impl Registry {
                     s.published_at,
                     s.source.as_ref(),
                     s.description.as_ref(),
+                    s.deprecation.as_ref().map(Deprecation::from),
                 )
             })
             .collect();
@@ -325,13 +329,13 @@ impl Registry {
                 archive.published_at,
                 archive.source.as_ref(),
                 archive.description.as_ref(),
+                deprecated_versions.get(&version).cloned(),
             ),
             root: docs.root,
             submodules: docs.submodules,
             examples: docs.examples,
             providers,
             versions: doc.versions.keys().cloned().collect(),
-            deprecation: deprecated_versions.get(&version).cloned(),
             deprecated_versions,
             withdrawn: Withdrawn::all(&doc.withdrawn),
         };

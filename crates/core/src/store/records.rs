@@ -194,6 +194,9 @@ pub struct ModuleSummary {
     /// writes them).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub words: String,
+    /// The latest version's deprecation, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<crate::lifecycle::Notice>,
 }
 
 /// A published file that cannot be served, and why: what `tfreg status` shows publishers.

@@ -376,6 +376,7 @@ mod tests {
                 published_at: None,
                 downloads: 0,
                 verified: false,
+                deprecation: None,
             })
             .collect();
         let meta = ListMeta {

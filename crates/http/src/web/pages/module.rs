@@ -122,7 +122,7 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
             " · published " (date(entry.published_at.as_deref()))
             @if let Some(source) = &entry.source { " · source " (source_link(source)) }
         }
-        (lifecycle::banner(&base, details.deprecation.as_ref()))
+        (lifecycle::banner(&base, entry.deprecation.as_ref()))
         section.wide aria-labelledby="usage-heading" {
             h2 #usage-heading { "Usage" }
             (layout::copyable("module-block", "module block", &usage(address, &entry.version, host, root)))
