@@ -214,14 +214,16 @@ async fn a_providers_deprecation_marks_its_release_and_its_yank_record_stays_uns
     assert_eq!(deprecation.reason, "CVE-2026-1 <b>in</b> the NAT rules");
     assert!(shown.deprecated_versions.contains_key(&v("1.0.0")));
     assert!(shown.withdrawn.is_empty());
-    // Terraform's own answer is unchanged.
+    // Terraform's versions list carries a warning it prints on `init`.
     let versions = world
         .registry
         .provider_versions(&Access::All, &widget())
         .await
         .unwrap();
-    let text = serde_json::to_string(&versions).unwrap();
-    assert!(!text.contains("deprecat"), "{text}");
+    assert_eq!(
+        versions.warnings,
+        ["1.0.0 is deprecated: CVE-2026-1 <b>in</b> the NAT rules; use 1.1.0 instead; to be withdrawn on 2027-03-31"]
+    );
 
     world.delete(&format!("{DIR}/deprecation.json")).await;
     let shown = world
@@ -230,6 +232,13 @@ async fn a_providers_deprecation_marks_its_release_and_its_yank_record_stays_uns
         .await
         .unwrap();
     assert_eq!(shown.deprecation, None);
+    let versions = world
+        .registry
+        .provider_versions(&Access::All, &widget())
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&versions).unwrap();
+    assert!(!text.contains("warnings"), "{text}");
 }
 
 #[tokio::test]

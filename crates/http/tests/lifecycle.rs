@@ -111,14 +111,19 @@ async fn the_read_api_shows_deprecations_and_withdrawn_versions_and_terraforms_a
     assert!(latest.get("deprecation").is_none(), "{latest}");
     assert_eq!(latest["deprecated_versions"], json!({"1.0.0": deprecation}));
 
-    // Terraform's own answers carry none of it.
+    // Terraform's module answers carry none of it (Terraform reads no such field there);
     let versions = json(&app, "/v1/modules/acme/network/aws/versions").await;
     assert_eq!(
         versions,
         json!({"modules": [{"versions": [{"version": "1.0.0"}, {"version": "1.1.0"}]}]})
     );
+    // a provider's versions list carries `warnings`, which Terraform prints on `init`,
+    // escaped for a terminal.
     let versions = json(&app, "/v1/providers/acme/widget/versions").await;
-    assert!(!versions.to_string().contains("deprecat"), "{versions}");
+    assert_eq!(
+        versions["warnings"],
+        json!(["1.0.0 is deprecated: <script>alert(1)</script> use the new NAT; use 2.0.0 instead; to be withdrawn on 2027-03-31"])
+    );
 
     let provider = json(&app, "/v1/providers/acme/widget/1.0.0").await;
     assert_eq!(provider["deprecation"]["replacement"], "2.0.0");

@@ -115,6 +115,11 @@ pub struct Errors {
 pub struct ProviderVersions {
     /// Every served version, oldest first.
     pub versions: Vec<ProviderVersion>,
+    /// One line per deprecated version, which Terraform prints on `init` ("Additional
+    /// provider information from registry"); absent when none is, so the answer is the
+    /// protocol's usual bytes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One served provider version.

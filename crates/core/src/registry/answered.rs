@@ -94,7 +94,32 @@ pub(super) fn provider_versions_of(
                 .collect(),
         })
         .collect();
-    (!versions.is_empty()).then_some(ProviderVersions { versions })
+    let warnings = doc
+        .served(now)
+        .filter_map(|(version, entry)| {
+            Some(deprecation_warning(version, entry.deprecation.as_ref()?))
+        })
+        .collect();
+    (!versions.is_empty()).then_some(ProviderVersions { versions, warnings })
+}
+
+/// The line Terraform prints for a deprecated provider version. Terraform writes it to the
+/// terminal as it is: the publisher's words are escaped for one.
+fn deprecation_warning(version: &Version, notice: &crate::lifecycle::Notice) -> String {
+    let mut line = format!(
+        "{version} is deprecated: {}",
+        crate::text::for_terminal(&notice.reason)
+    );
+    if let Some(replacement) = &notice.replacement {
+        line.push_str(&format!("; use {replacement} instead"));
+    }
+    if let Some(day) = &notice.retire_on {
+        line.push_str(&format!(
+            "; to be withdrawn on {}",
+            crate::text::for_terminal(day)
+        ));
+    }
+    line
 }
 
 /// The first moment after `now` at which a version of `doc` stops being served.
@@ -431,5 +456,23 @@ impl Registry {
             archives.insert(platform.to_string(), MirrorArchive { url, hashes });
         }
         Ok(MirrorVersion { archives })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deprecation_warning_is_one_line_escaped_for_the_terminal_terraform_prints_it_to() {
+        let notice = crate::lifecycle::Notice::parse(
+            crate::lifecycle::NoticeKind::Deprecation,
+            br#"{"reason": "end of life\n\u001b[31mred", "replacement": "2.0.0"}"#,
+        )
+        .unwrap();
+        let line = deprecation_warning(&Version::parse("1.0.0").unwrap(), &notice);
+        assert!(!line.contains('\u{1b}') && !line.contains('\n'), "{line:?}");
+        assert!(line.starts_with("1.0.0 is deprecated: end of life"), "{line}");
+        assert!(line.ends_with("; use 2.0.0 instead"), "{line}");
     }
 }
