@@ -295,3 +295,66 @@ async fn a_reindex_makes_the_same_notices_from_the_files_alone() {
         details(&world.registry, "1.2.0").await.entry.deprecation
     );
 }
+
+#[tokio::test]
+async fn a_module_whose_every_version_is_yanked_is_absent_but_keeps_its_withdrawals() {
+    let world = World::new();
+    let only = format!("{DIRM}/1.0.0.tar.gz");
+    world.put(&only, archive(0)).await;
+    world
+        .put(&format!("{DIRM}/1.0.0_yank.json"), YANK.to_vec())
+        .await;
+    world.delete(&only).await;
+
+    // The module is absent from every answer,
+    let absent = world
+        .registry
+        .module_details(&Access::All, &address(), None)
+        .await;
+    assert!(absent.is_err(), "{absent:?}");
+    assert!(world
+        .registry
+        .module_versions(&Access::All, &address())
+        .await
+        .is_err());
+    let listed = world
+        .registry
+        .list_modules(
+            &Access::All,
+            &Default::default(),
+            Default::default(),
+            "/v1/modules",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(listed.modules.is_empty(), "{listed:?}");
+    // but its withdrawal is still told, to a token that reads its namespace only.
+    let withdrawn = world
+        .registry
+        .module_withdrawn(&Access::All, &address())
+        .await
+        .unwrap();
+    assert_eq!(withdrawn.len(), 1);
+    assert_eq!(withdrawn[0].reason, "leaked a key");
+    let other = Access::Namespaces(
+        [tfreg_core::Namespace::parse("other").unwrap()]
+            .into_iter()
+            .collect(),
+    );
+    assert!(world
+        .registry
+        .module_withdrawn(&other, &address())
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Deleting the record leaves nothing, as before.
+    world.delete(&format!("{DIRM}/1.0.0_yank.json")).await;
+    assert!(world
+        .registry
+        .module_withdrawn(&Access::All, &address())
+        .await
+        .unwrap()
+        .is_empty());
+}

@@ -162,6 +162,15 @@ async fn pages_show_the_banner_the_mark_and_the_withdrawn_lines_escaped() {
     assert!(!page.contains("id=\"deprecation\""), "{page}");
     assert!(page.contains("tag deprecated"), "{page}");
 
+    // The page of the withdrawn version itself is a 404 that says why it went.
+    let (status, page) = get(&app, "/modules/acme/network/aws/0.9.0").await;
+    assert_eq!(status, 404, "{page}");
+    assert!(
+        page.contains("<strong>0.9.0</strong> was withdrawn on 2026-11-28 by bob: "),
+        "{page}"
+    );
+    assert!(!page.contains("<img src=x"), "{page}");
+
     let (status, page) = get(&app, "/providers/acme/widget/1.0.0").await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("id=\"deprecation\""), "{page}");

@@ -416,7 +416,10 @@ impl Indexer {
             scope,
             withdrawn(notices, |v| served.contains_key(v)),
         );
-        let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
+        let body = body_of(
+            &attempt.document,
+            empty(&attempt.document.versions, &attempt.document.withdrawn),
+        )?;
         Ok((body, attempt))
     }
 
@@ -535,7 +538,10 @@ impl Indexer {
             &decided,
             withdrawn(notices, |v| served.contains_key(v)),
         );
-        let body = body_of(&attempt.document, attempt.document.versions.is_empty())?;
+        let body = body_of(
+            &attempt.document,
+            empty(&attempt.document.versions, &attempt.document.withdrawn),
+        )?;
         self.replace(id, body, attempt.expected.as_deref()).await
     }
 
@@ -609,6 +615,13 @@ fn replace_in_scope<T>(
         Scope::Versions(scope) => versions.retain(|v, _| !scope.contains(v)),
     }
     versions.extend(found);
+}
+
+/// Whether a versions document lists nothing: no version served and none withdrawn with a
+/// record (a subject whose every version was yanked keeps a document, so its withdrawn
+/// versions can be shown; every reader answers it as absent).
+fn empty<T>(versions: &BTreeMap<Version, T>, withdrawn: &BTreeMap<Version, Notice>) -> bool {
+    versions.is_empty() && withdrawn.is_empty()
 }
 
 /// A versions document's bytes; none when it lists nothing (the document goes).

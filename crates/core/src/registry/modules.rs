@@ -342,6 +342,19 @@ impl Registry {
         Ok(ModulePage { details, published })
     }
 
+    /// The versions of a module withdrawn with a yank record, oldest first (empty outside
+    /// `access`): what the module's page shows, even when no version is served.
+    pub async fn module_withdrawn(
+        &self,
+        access: &Access,
+        address: &ModuleAddress,
+    ) -> Result<Vec<Withdrawn>, StoreError> {
+        if !access.allows(&address.namespace) {
+            return Ok(vec![]);
+        }
+        Ok(Withdrawn::all(&self.module_doc(address).await?.withdrawn))
+    }
+
     /// The version `latest` means for a module (see [`latest_release`]).
     pub async fn module_latest(
         &self,

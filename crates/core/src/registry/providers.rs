@@ -193,6 +193,21 @@ impl Registry {
         Ok(summary)
     }
 
+    /// The versions of a provider withdrawn with a yank record, oldest first (empty outside
+    /// `access`): what the provider's page shows, even when no version is served.
+    pub async fn provider_withdrawn(
+        &self,
+        access: &Access,
+        provider: &ProviderAddress,
+    ) -> Result<Vec<Withdrawn>, StoreError> {
+        if !access.allows(&provider.namespace) {
+            return Ok(vec![]);
+        }
+        Ok(Withdrawn::all(
+            &self.provider_doc(provider).await?.withdrawn,
+        ))
+    }
+
     /// When a release was first served: the pin of its SHA256SUMS (one read of one item).
     async fn first_served(
         &self,

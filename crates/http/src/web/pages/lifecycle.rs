@@ -3,10 +3,41 @@
 //! versions list, and the versions withdrawn with their records. Every word of a notice
 //! comes from its publisher: maud escapes it, and nothing here is `PreEscaped`.
 
+use axum::http::StatusCode;
+use axum::response::Response;
 use maud::{html, Markup};
 use tfreg_core::protocol::details::{Deprecation, Withdrawn};
+use tfreg_core::registry::RegistryError;
+use tfreg_core::StoreError;
 
-use super::date;
+use super::{date, failure};
+use crate::web::{html, layout, Viewer};
+
+/// The page for a module or provider (`what`, its address) or version that is not served:
+/// when versions of it were withdrawn with a record, the not-found page lists them, else
+/// the usual one.
+pub fn not_served(
+    viewer: &Viewer,
+    error: RegistryError,
+    what: &str,
+    found: Result<Vec<Withdrawn>, StoreError>,
+) -> Response {
+    let list = match (&error, found) {
+        (RegistryError::NotFound(_), Ok(list)) if !list.is_empty() => list,
+        _ => return failure(viewer, error),
+    };
+    let message = error.to_string();
+    let body = html! {
+        h1 { (what) }
+        p { (message) }
+        (withdrawn(&list))
+        p { a href="/" { "Back to the catalogue" } }
+    };
+    html(
+        StatusCode::NOT_FOUND,
+        layout::page("Not found", Some(viewer), body),
+    )
+}
 
 /// The banner of a deprecated version: why, what to use instead (a link to that version
 /// under `base`, the module's or provider's page), and when it is to be withdrawn.

@@ -9,6 +9,7 @@ use axum::Extension;
 use maud::{html, Markup, PreEscaped};
 use tfreg_core::module_docs::ModulePart;
 use tfreg_core::registry::modules::{ModulePage, VersionPublished};
+use tfreg_core::registry::RegistryError;
 use tfreg_core::{ModuleAddress, Version};
 
 use super::{date, failure, lifecycle, not_found, pessimistic_constraint, registry_host};
@@ -61,6 +62,13 @@ async fn show(
         .await
     {
         Ok(page) => page,
+        Err(e @ RegistryError::NotFound(_)) => {
+            let found = state
+                .registry
+                .module_withdrawn(&viewer.access, &address)
+                .await;
+            return lifecycle::not_served(viewer, e, &format!("module {address}"), found);
+        }
         Err(e) => return failure(viewer, e),
     };
     let host = registry_host(&state.registry, origin);

@@ -8,6 +8,7 @@ use axum::Extension;
 use maud::{html, Markup};
 use tfreg_core::protocol::details::ProviderDetails;
 use tfreg_core::provider_docs::ProviderDocs;
+use tfreg_core::registry::RegistryError;
 use tfreg_core::{ProviderAddress, Version};
 
 use super::{date, failure, lifecycle, not_found, pessimistic_constraint, registry_host};
@@ -60,6 +61,13 @@ async fn show(
         .await
     {
         Ok(found) => found,
+        Err(e @ RegistryError::NotFound(_)) => {
+            let found = state
+                .registry
+                .provider_withdrawn(&viewer.access, &provider)
+                .await;
+            return lifecycle::not_served(viewer, e, &format!("provider {provider}"), found);
+        }
         Err(e) => return failure(viewer, e),
     };
     let host = registry_host(&state.registry, origin);
