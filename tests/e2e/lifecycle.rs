@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use tfreg_e2e::browser::Browser;
 use tfreg_e2e::counting::{measure, published};
 use tfreg_e2e::stack::StackOptions;
 use tfreg_e2e::{
@@ -204,6 +205,58 @@ fn a_deprecated_version_installs_and_a_yanked_one_is_not_chosen() {
         assert!(audit.contains(event), "{audit}");
     }
     assert!(!audit.contains('\u{1b}'), "{audit:?}");
+
+    // the read API marks the deprecated version and lists the withdrawn one with its record;
+    let (status, body) = server.get("/v1/modules/acme/network/aws/1.0.0");
+    assert_eq!(status, 200, "{body}");
+    let details: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        details["deprecation"]["reason"], HOSTILE_REASON,
+        "{details}"
+    );
+    assert_eq!(details["deprecation"]["replacement"], "1.1.0", "{details}");
+    assert_eq!(
+        details["deprecation"]["retire_on"], "2027-03-31",
+        "{details}"
+    );
+    let withdrawn = &details["withdrawn"][0];
+    assert_eq!(withdrawn["version"], "1.2.0", "{details}");
+    assert_eq!(withdrawn["reason"], "leaked a test key", "{details}");
+    assert_eq!(withdrawn["by"], "bob", "{details}");
+
+    // the pages show both in a real browser, the reason as text (its script never runs),
+    // and the downloads Terraform just made;
+    let browser = Browser::start(1280, 1000);
+    browser.goto(&format!("{}/modules/acme/network/aws/1.0.0", server.url));
+    let banner = browser.text("#deprecation");
+    assert!(
+        banner.contains("<script>window.__pwned=1</script>"),
+        "{banner}"
+    );
+    assert_eq!(browser.eval("return window.__pwned === undefined"), true);
+    assert_eq!(browser.text("#replacement"), "1.1.0");
+    assert!(banner.contains("2027-03-31"), "{banner}");
+    let withdrawn = browser.text("#withdrawn");
+    assert!(
+        withdrawn.contains("1.2.0 was withdrawn on")
+            && withdrawn.contains("by bob: leaked a test key"),
+        "{withdrawn}"
+    );
+    let downloads = browser.text("#downloads");
+    assert!(downloads.contains("All versions"), "{downloads}");
+    // (a public registry shows no consumers: no token says who is looking)
+    assert!(browser
+        .text("#consumers")
+        .contains("shown only to people signed in"));
+    browser.checked_screenshot("lifecycle-module-deprecated");
+    browser.goto(&format!("{}/providers/acme/widget/1.0.0", server.url));
+    assert!(browser
+        .text("#deprecation")
+        .contains("widget 1 is end of life"));
+    browser.checked_screenshot("lifecycle-provider-deprecated");
+    let (_, downloads) = server.get("/v1/modules/acme/network/aws/downloads");
+    let downloads: serde_json::Value = serde_json::from_str(&downloads).unwrap();
+    assert_eq!(downloads["data"]["attributes"]["total"], 2, "{downloads}");
 
     // and `tfreg unyank` puts 1.2.0 back, byte for byte.
     let out = lifecycle(&["unyank", "acme/network/aws", "1.2.0"], data.path());

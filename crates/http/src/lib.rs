@@ -212,6 +212,7 @@ impl AppState {
                 .map(|s| s.display_name().to_owned()),
             upstream: self.upstream.as_ref().map(|u| u.cache.clone()),
             rendered: Default::default(),
+            usage: self.usage.clone(),
         }
     }
 

@@ -282,8 +282,19 @@ pub async fn run_web() -> Result<(), Error> {
     init_tracing();
     let config = configure::<WebFunctionSettings>().await?;
     let urls = UrlSettings::default();
-    let stores = Stores::connect(&config.table, &config.bucket, &urls, config.cache);
-    let routes = tfreg_http::web::routes(web_state(&config, stores.await));
+    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let stores = Stores::connect_with(
+        &aws,
+        &config.table,
+        &config.bucket,
+        &urls,
+        config.cache,
+        false,
+    );
+    let mut state = web_state(&config, stores);
+    // The pages show the counts the usage function keeps (one query of a subject's items).
+    state.usage = Arc::new(aws.usage(&config.table));
+    let routes = tfreg_http::web::routes(state);
     lambda_http::run(tfreg_http::family(Family::Web, routes)).await
 }
 
@@ -303,6 +314,7 @@ pub fn web_state(config: &WebFunctionSettings, stores: Stores) -> tfreg_http::we
         // The cache's records are in the bucket: `tfreg status --table --bucket` shows them.
         upstream: None,
         rendered: Default::default(),
+        usage: Arc::new(tfreg_core::usage::NoCount),
     }
 }
 

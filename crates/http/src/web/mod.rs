@@ -56,6 +56,8 @@ pub struct WebState {
     pub upstream: Option<std::sync::Arc<tfreg_core::upstream::UpstreamCache>>,
     /// The catalogue's module sections as last rendered.
     pub rendered: Arc<RenderedSections>,
+    /// Where the pages read download counts and consumers (`NoCount`: none shown).
+    pub usage: Arc<dyn tfreg_core::usage::UsageReader>,
 }
 
 /// Settings of the pages.

@@ -10,6 +10,9 @@ use maud::{html, Markup, PreEscaped};
 use tfreg_core::module_docs::ModulePart;
 use tfreg_core::registry::modules::{ModulePage, VersionPublished};
 use tfreg_core::registry::RegistryError;
+use tfreg_core::usage::Subject;
+
+use super::usage::Counted;
 use tfreg_core::{ModuleAddress, Version};
 
 use super::{date, failure, lifecycle, not_found, pessimistic_constraint, registry_host};
@@ -73,7 +76,21 @@ async fn show(
     };
     let host = registry_host(&state.registry, origin);
     let title = format!("{address} {}", page.details.entry.version);
-    let body = render(&address, &page, &host, state.options.remote_images);
+    let counted = Counted::read(
+        state,
+        viewer,
+        Subject::Module {
+            address: address.clone(),
+        },
+    )
+    .await;
+    let body = render(
+        &address,
+        &page,
+        &host,
+        state.options.remote_images,
+        &counted,
+    );
     html(StatusCode::OK, layout::page(&title, Some(viewer), body))
 }
 
@@ -113,7 +130,13 @@ fn source_link(source: &str) -> Markup {
     }
 }
 
-fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images: bool) -> Markup {
+fn render(
+    address: &ModuleAddress,
+    page: &ModulePage,
+    host: &str,
+    remote_images: bool,
+    counted: &Counted,
+) -> Markup {
     let details = &page.details;
     let entry = &details.entry;
     let root = &details.root;
@@ -158,6 +181,7 @@ fn render(address: &ModuleAddress, page: &ModulePage, host: &str, remote_images:
                 (module_calls(root))
                 (parts("Submodules", "submodules", &details.submodules, remote_images))
                 (parts("Examples", "examples", &details.examples, remote_images))
+                (counted.sections(&entry.version, false))
             }
             aside {
                 section aria-labelledby="versions-heading" {

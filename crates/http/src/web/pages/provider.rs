@@ -9,6 +9,9 @@ use maud::{html, Markup};
 use tfreg_core::protocol::details::ProviderDetails;
 use tfreg_core::provider_docs::ProviderDocs;
 use tfreg_core::registry::RegistryError;
+use tfreg_core::usage::Subject;
+
+use super::usage::Counted;
 use tfreg_core::{ProviderAddress, Version};
 
 use super::{date, failure, lifecycle, not_found, pessimistic_constraint, registry_host};
@@ -72,7 +75,15 @@ async fn show(
     };
     let host = registry_host(&state.registry, origin);
     let title = format!("{provider} {}", details.version);
-    let body = render(&provider, &details, docs.as_ref(), &host);
+    let counted = Counted::read(
+        state,
+        viewer,
+        Subject::Provider {
+            provider: provider.clone(),
+        },
+    )
+    .await;
+    let body = render(&provider, &details, docs.as_ref(), &host, &counted);
     html(StatusCode::OK, layout::page(&title, Some(viewer), body))
 }
 
@@ -90,6 +101,7 @@ fn render(
     details: &ProviderDetails,
     docs: Option<&ProviderDocs>,
     host: &str,
+    counted: &Counted,
 ) -> Markup {
     html! {
         p.muted {
@@ -125,6 +137,7 @@ fn render(
                 @if let Some(docs) = docs {
                     (super::provider_docs::list(provider, &details.version, docs))
                 }
+                (counted.sections(&details.version, true))
             }
             aside {
                 section aria-labelledby="versions-heading" {

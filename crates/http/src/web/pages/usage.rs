@@ -5,12 +5,58 @@
 //! consumers (a viewer whose token reads the namespace, as the read API does:
 //! [`crate::middleware::Caller::sees_consumers`]). Every name is escaped by maud.
 
-// Until the module and provider pages show them (then remove this).
-#![allow(dead_code)]
-
 use maud::{html, Markup};
-use tfreg_core::usage::{date_of, Counts, Usage, WINDOW_DAYS};
+use tfreg_core::usage::{date_of, day_of, Counts, Subject, Usage, WINDOW_DAYS};
 use tfreg_core::Version;
+
+use crate::web::{Viewer, WebState};
+
+/// What a module's or provider's page shows of its downloads: the counts as read (none when
+/// they could not be: the page still shows, and the log says why), and whether the viewer
+/// may see consumers.
+pub struct Counted {
+    usage: Option<Usage>,
+    today: u32,
+    sees_consumers: bool,
+}
+
+impl Counted {
+    /// Reads `subject`'s counts for `viewer` (the page has already checked it may read it).
+    /// Consumers are for a viewer whose token the registry checked and which reads the
+    /// namespace, as in the read API: on a public registry, nobody.
+    pub async fn read(state: &WebState, viewer: &Viewer, subject: Subject) -> Counted {
+        let namespace = match &subject {
+            Subject::Module { address } => &address.namespace,
+            Subject::Provider { provider } => &provider.namespace,
+        };
+        let sees_consumers = !viewer.public && viewer.access.allows(namespace);
+        let usage = match state.usage.usage(&subject).await {
+            Ok(usage) => Some(usage),
+            Err(e) => {
+                let e = tfreg_core::store::ErrorChain(&e);
+                tracing::warn!(error = %e, "could not read download counts for a page");
+                None
+            }
+        };
+        Counted {
+            usage,
+            today: day_of(std::time::SystemTime::now()),
+            sees_consumers,
+        }
+    }
+
+    /// The downloads table and `version`'s consumers (`platforms`: a provider's, per
+    /// platform too).
+    pub fn sections(&self, version: &Version, platforms: bool) -> Markup {
+        let Some(usage) = &self.usage else {
+            return html! {};
+        };
+        html! {
+            (downloads_table(usage, self.today, platforms))
+            (consumers_list(usage, version, self.today, self.sees_consumers))
+        }
+    }
+}
 
 /// The downloads table of every version in `usage` (newest first), with its totals; each
 /// provider version's platforms below it when `platforms`. Counts as of `today`
@@ -18,8 +64,8 @@ use tfreg_core::Version;
 pub fn downloads_table(usage: &Usage, today: u32, platforms: bool) -> Markup {
     let all = usage.counts(today);
     html! {
-        section.downloads {
-            h2 { "Downloads" }
+        section.downloads #downloads aria-labelledby="downloads-heading" {
+            h2 #downloads-heading { "Downloads" }
             @if usage.versions.is_empty() {
                 p { "No download counted yet." }
             } @else {
@@ -65,8 +111,8 @@ pub fn consumers_list(usage: &Usage, version: &Version, today: u32, shown: bool)
         .unwrap_or_default();
     seen.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     html! {
-        section.consumers {
-            h2 { "Consumers of " (version) }
+        section.consumers #consumers aria-labelledby="consumers-heading" {
+            h2 #consumers-heading { "Consumers of " (version) }
             @if !shown {
                 p { "Who installed a version is shown only to people signed in with access to its namespace." }
             } @else if seen.is_empty() {
