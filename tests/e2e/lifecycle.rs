@@ -233,6 +233,11 @@ fn a_deprecated_version_installs_and_a_yanked_one_is_not_chosen() {
         banner.contains("<script>window.__pwned=1</script>"),
         "{banner}"
     );
+    // (and its escape character as a visible escape, never raw)
+    assert!(
+        banner.contains("\\u{1b}[31mred") && !banner.contains('\u{1b}'),
+        "{banner:?}"
+    );
     assert_eq!(browser.eval("return window.__pwned === undefined"), true);
     assert_eq!(browser.text("#replacement"), "1.1.0");
     assert!(banner.contains("2027-03-31"), "{banner}");

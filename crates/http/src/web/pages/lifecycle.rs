@@ -49,7 +49,7 @@ pub fn banner(base: &str, deprecation: Option<&Deprecation>) -> Markup {
         div.deprecation #deprecation role="note" {
             p {
                 strong { "This version is deprecated" }
-                ": " span.reason { (deprecation.reason) }
+                ": " span.reason { (shown(&deprecation.reason)) }
             }
             @if deprecation.replacement.is_some() || deprecation.retire_on.is_some() {
                 p {
@@ -93,7 +93,7 @@ pub fn withdrawn(withdrawn: &[Withdrawn]) -> Markup {
                             strong { (w.version.to_string()) }
                             " was withdrawn"
                             @if let Some(line) = by_at(w.by.as_deref(), w.at.as_deref()) { " " (line) }
-                            ": " span.reason { (w.reason) }
+                            ": " span.reason { (shown(&w.reason)) }
                         }
                     }
                 }
@@ -102,10 +102,16 @@ pub fn withdrawn(withdrawn: &[Withdrawn]) -> Markup {
     }
 }
 
+/// A publisher's words as a page shows them: control and invisible characters as visible
+/// escapes (a reason carrying ESC shows `\u{1b}`, not a blank box); maud escapes the HTML.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    tfreg_core::text::for_terminal(text)
+}
+
 /// "on DATE by WHO", as far as the record says.
 fn by_at(by: Option<&str>, at: Option<&str>) -> Option<String> {
     let on = at.map(|at| format!("on {}", date(Some(at))));
-    let by = by.map(|by| format!("by {by}"));
+    let by = by.map(|by| format!("by {}", shown(by)));
     match (on, by) {
         (Some(on), Some(by)) => Some(format!("{on} {by}")),
         (one, other) => one.or(other),

@@ -122,7 +122,7 @@ pub fn consumers_list(usage: &Usage, version: &Version, today: u32, shown: bool)
                     thead { tr { th { "Who" } th { "Last installed" } } }
                     tbody {
                         @for (who, day) in &seen {
-                            tr { td { (who) } td { (date_of(*day)) } }
+                            tr { td { (tfreg_core::text::for_terminal(who)) } td { (date_of(*day)) } }
                         }
                     }
                 }
