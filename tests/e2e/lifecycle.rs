@@ -452,3 +452,60 @@ fn on_the_deployed_stack_yank_unyank_and_deprecate_go_through_the_bucket() {
         "a deprecated version stays offered"
     );
 }
+
+#[test]
+fn oversized_and_malformed_notice_files_are_refused_with_a_reason() {
+    // Given a served module and provider, and notice files written by hand that break the rules,
+    let data = TempDir::new().unwrap();
+    publish_all(data.path());
+    let dir = "modules/acme/network/aws";
+    let huge = format!(r#"{{"reason": "{}"}}"#, "x".repeat(5000));
+    publish(
+        data.path(),
+        &format!("{dir}/1.0.0_deprecation.json"),
+        huge.as_bytes(),
+    );
+    publish(
+        data.path(),
+        &format!("{dir}/1.1.0_deprecation.json"),
+        b"{\"reason\": ",
+    );
+    publish(
+        data.path(),
+        &format!("{dir}/1.2.0_yank.json"),
+        br#"{"reason": "x", "retire_on": "2027-01-01"}"#,
+    );
+    publish(
+        data.path(),
+        "providers/acme/widget/1.0.0/deprecation.json",
+        br#"{"reason": "x", "replacement": "v2"}"#,
+    );
+    let server = Server::start(data.path(), &["--hostname", HOST]);
+    let all = ["1.0.0", "1.1.0", "1.2.0"];
+    assert!(wait_until(Duration::from_secs(15), || versions_are(
+        &server, &all
+    )));
+
+    // then each is refused with its reason, and the versions stay served as if it were absent.
+    let report = status(data.path());
+    for expected in [
+        "more than the 4096 this kind of file may have",
+        "is not {\"reason\"",
+        "a yank record has no retire_on",
+        "invalid version \"v2\"",
+    ] {
+        assert!(report.contains(expected), "{expected:?} missing:\n{report}");
+    }
+    let (_, body) = server.get("/v1/modules/acme/network/aws/1.0.0");
+    let details: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        details.get("deprecation").is_none_or(|d| d.is_null()),
+        "{details}"
+    );
+    assert!(
+        details
+            .get("withdrawn")
+            .is_none_or(|d| d.as_array().is_some_and(|a| a.is_empty())),
+        "{details}"
+    );
+}
