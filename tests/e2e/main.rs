@@ -32,6 +32,6 @@ mod stack;
 mod stack_bulk;
 mod stack_upstream;
 mod upstream;
-mod usage_local;
 mod usage_aws;
+mod usage_local;
 mod web;

@@ -34,8 +34,8 @@ mod gateway;
 mod logs;
 pub use bulk::{BulkDelivery, EventSummary, Uploaded};
 pub use events::s3_event_key;
-pub use logs::subscription_event;
 use gateway::{gateway, Route};
+pub use logs::subscription_event;
 
 /// How the stack is deployed: its template parameters.
 #[derive(Debug, Clone)]

@@ -109,7 +109,11 @@ impl Table {
         }
     }
 
-    pub(crate) async fn get(&self, partition: &str, sort: &str) -> Result<Option<Item>, StoreError> {
+    pub(crate) async fn get(
+        &self,
+        partition: &str,
+        sort: &str,
+    ) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()

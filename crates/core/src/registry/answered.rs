@@ -472,7 +472,10 @@ mod tests {
         .unwrap();
         let line = deprecation_warning(&Version::parse("1.0.0").unwrap(), &notice);
         assert!(!line.contains('\u{1b}') && !line.contains('\n'), "{line:?}");
-        assert!(line.starts_with("1.0.0 is deprecated: end of life"), "{line}");
+        assert!(
+            line.starts_with("1.0.0 is deprecated: end of life"),
+            "{line}"
+        );
         assert!(line.ends_with("; use 2.0.0 instead"), "{line}");
     }
 }
