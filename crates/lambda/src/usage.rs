@@ -265,8 +265,8 @@ mod tests {
         let (id, tallies, summary) = fold(&batch);
         assert_eq!(id.as_deref(), Some("/aws/lambda/providers:37000"));
         assert_eq!((summary.downloads, summary.skipped), (2, 6), "{summary:?}");
-        // A version's total and day, its platform's total and day.
-        assert_eq!(tallies.counters(), 4);
+        // The provider's total; the version's total and day, its platform's total and day.
+        assert_eq!(tallies.counters(), 5);
     }
 
     #[test]
