@@ -71,12 +71,7 @@ impl UnmarkArgs {
 }
 
 fn audit_log(registry: &RegistryArgs) -> Option<std::path::PathBuf> {
-    registry.table.table.is_none().then(|| {
-        registry
-            .data
-            .join(tfreg_local::fs_store::STATE_DIR_NAME)
-            .join("audit.log")
-    })
+    crate::backend::audit_log(&registry.data, &registry.table)
 }
 
 /// The version a command names: its notice keys and its pins' slots.

@@ -82,12 +82,7 @@ impl TokenArgs {
             }
             TokenCommand::List { .. } => return None,
         };
-        location.table.table.is_none().then(|| {
-            location
-                .data
-                .join(tfreg_local::fs_store::STATE_DIR_NAME)
-                .join("audit.log")
-        })
+        crate::backend::audit_log(&location.data, &location.table)
     }
 }
 

@@ -44,6 +44,15 @@ pub struct AwsNames {
     bucket: Option<String>,
 }
 
+/// Where a command's audit lines are kept: `.tfreg/audit.log` in the data directory `data`
+/// (JSON lines, appended); `None` on the AWS shape (`table` given).
+pub fn audit_log(data: &Path, table: &TableSetting) -> Option<PathBuf> {
+    table.table.is_none().then(|| {
+        data.join(tfreg_local::fs_store::STATE_DIR_NAME)
+            .join("audit.log")
+    })
+}
+
 /// Where a command that reads the registry finds it: `--data`, or `--table` and `--bucket`
 /// (flattened into `status`, `show` and `restore`).
 #[derive(clap::Args, Debug)]
