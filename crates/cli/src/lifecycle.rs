@@ -74,10 +74,10 @@ fn audit_log(registry: &RegistryArgs) -> Option<std::path::PathBuf> {
     crate::backend::audit_log(&registry.data, &registry.table)
 }
 
-/// The version a command names: its notice keys and its pins' slots.
-struct Target {
+/// The version a command names: its notice keys and its pins' slots (also `tfreg restore`'s).
+pub(crate) struct Target {
     /// "version 1.2.0 of module acme/network/aws", for messages.
-    what: String,
+    pub(crate) what: String,
     /// "module acme/network/aws 1.2.0", for the audit line.
     audited: String,
     /// The key of its deprecation or yank file.
@@ -88,7 +88,7 @@ struct Target {
 }
 
 impl Target {
-    fn parse(address: &str, version: &str) -> anyhow::Result<(Target, Version)> {
+    pub(crate) fn parse(address: &str, version: &str) -> anyhow::Result<(Target, Version)> {
         let version = Version::parse(version)?;
         let target = match Named::parse(address)? {
             Named::Module(address, None) => {
@@ -125,7 +125,7 @@ impl Target {
     }
 
     /// Its pinned files: what was served of it.
-    async fn pins(&self, backend: &Backend) -> anyhow::Result<Vec<PinRecord>> {
+    pub(crate) async fn pins(&self, backend: &Backend) -> anyhow::Result<Vec<PinRecord>> {
         // One key condition; a module's prefix also starts its prereleases' slots.
         let pins = backend.pins(&self.pin_prefix).await?;
         Ok(pins

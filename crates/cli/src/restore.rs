@@ -13,9 +13,8 @@ use clap::Args;
 use tfreg_core::hash::sha256_of_reader;
 use tfreg_core::store::PinRecord;
 use tfreg_core::text::for_terminal as t;
-use tfreg_core::{ArtifactStore, Version};
+use tfreg_core::ArtifactStore;
 
-use crate::address::Named;
 use crate::backend::RegistryArgs;
 
 #[derive(Args, Debug)]
@@ -38,26 +37,10 @@ pub(crate) enum Outcome {
 }
 
 pub async fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
-    let version = Version::parse(&args.version)?;
-    let (prefix, what) = match Named::parse(&args.address)? {
-        Named::Module(address, None) => (
-            format!("module/{address}/{version}"),
-            format!("version {version} of module {address}"),
-        ),
-        Named::Provider(address, None) => (
-            format!("provider/{address}/{version}/"),
-            format!("version {version} of provider {address}"),
-        ),
-        Named::Module(..) | Named::Provider(..) => {
-            bail!("name the version as the second argument: tfreg restore ADDRESS VERSION")
-        }
-    };
+    let (target, _) = crate::lifecycle::Target::parse(&args.address, &args.version)?;
+    let what = &target.what;
     let backend = args.registry.backend()?;
-    // A module's slot is the prefix itself: `1.0.0` must not take `1.0.0-rc.1`'s pin.
-    let module = prefix.starts_with("module/");
-    let pins: Vec<_> = (backend.pins(&prefix).await?.into_iter())
-        .filter(|pin| !module || pin.slot == prefix)
-        .collect();
+    let pins = target.pins(&backend).await?;
     if pins.is_empty() {
         bail!(
             "the registry has no pinned file of {what}: it was never served, so there is nothing \
