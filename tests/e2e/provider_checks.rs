@@ -552,7 +552,13 @@ fn the_local_registry_refuses_them_with_the_reason_and_serves_what_terraform_acc
         refused.iter().all(|case| log.contains(case.reason))
     });
     // it has logged why each release is refused,
-    assert!(indexed, "not every reason is logged:\n{}", server.log());
+    let log = server.log();
+    let missing: Vec<&str> = refused
+        .iter()
+        .map(|case| case.reason)
+        .filter(|reason| !log.contains(reason))
+        .collect();
+    assert!(indexed, "these reasons are not logged: {missing:?}\n{log}");
     // and none of the refused is offered, by the registry or its mirror.
     for type_ in refused.iter().map(|r| r.release.type_).chain(["mixed"]) {
         let (status, body) = server.get(&format!("/v1/providers/acme/{type_}/versions"));

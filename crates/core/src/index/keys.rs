@@ -66,9 +66,15 @@ impl Indexer {
                     let problem = self
                         .verify_signature(&sig.key, &sig.sums_key, &provider, &sig.version)
                         .await?;
-                    // `tfreg status` shows the signature's new verdict, not the old one.
+                    // `tfreg status` shows the signature's new verdict, not the old one,
+                    // and the log says it again: the reason logged when the signature
+                    // arrived (say, before its key did) may no longer be the reason.
                     let exists = self.artifacts.head(&sig.key).await?.is_some();
-                    self.set_problem(&sig.key, problem.filter(|_| exists)).await
+                    let problem = problem.filter(|_| exists);
+                    if let Some(reason) = &problem {
+                        tracing::warn!(key = sig.key, reason, "refused: this file is never served");
+                    }
+                    self.set_problem(&sig.key, problem).await
                 };
                 if let Err(e) = verified.await {
                     tracing::error!(key = sig.key, error = %e, "could not re-verify a release");
