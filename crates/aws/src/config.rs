@@ -99,6 +99,11 @@ pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(s3)
 }
 
+/// An SQS client for `config` (`tfreg redrive` reads the indexer's dead-letter queue).
+pub fn sqs_client(config: &SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(config)
+}
+
 /// A DynamoDB client for `config`.
 pub fn dynamodb_client(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(config)

@@ -16,6 +16,8 @@ pub mod dynamo;
 #[cfg(feature = "sdk")]
 pub mod grants;
 #[cfg(feature = "sdk")]
+pub mod queue;
+#[cfg(feature = "sdk")]
 pub mod s3;
 pub mod settings;
 #[cfg(feature = "sdk")]

@@ -11,6 +11,7 @@ mod https;
 mod lifecycle;
 mod lock;
 mod publish;
+mod redrive;
 mod reindex;
 mod report;
 mod restore;
@@ -46,6 +47,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Replay every object of the bucket through the indexer (AWS shape).
     Reindex(reindex::ReindexArgs),
+    /// Index the S3 events parked in the indexer's dead-letter queue, and delete each
+    /// message once done (AWS shape).
+    Redrive(redrive::RedriveArgs),
     /// Create, list and revoke access tokens.
     Token(token::TokenArgs),
     /// Check that a running `tfreg serve` answers (for healthchecks): exit 0 when it does.
@@ -137,6 +141,7 @@ fn main() -> ExitCode {
             Command::Unyank(args) => lifecycle::unyank(args).await,
             Command::Token(args) => done(token::run(args).await),
             Command::Reindex(args) => done(reindex::run(args).await),
+            Command::Redrive(args) => done(redrive::run(args).await),
             Command::Sync(args) => done(sync::run(args).await),
             Command::Lock(args) => done(lock::run(args).await),
             Command::Hash { files } => done(hash(files)),

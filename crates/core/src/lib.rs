@@ -36,6 +36,7 @@ pub mod provider_docs;
 pub mod providers;
 pub mod registry;
 pub mod release;
+pub mod s3_event;
 pub mod signing;
 pub mod store;
 pub mod text;

@@ -337,11 +337,7 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// An S3 object key as event notifications give it: URL-encoded, spaces as `+`.
 pub fn decode_event_key(raw: &str) -> Result<String, Error> {
-    let spaced = raw.replace('+', " ");
-    percent_encoding::percent_decode_str(&spaced)
-        .decode_utf8()
-        .map(|k| k.into_owned())
-        .map_err(|e| format!("the event's object key {raw:?} is not UTF-8: {e}").into())
+    Ok(tfreg_core::s3_event::decode_key(raw)?)
 }
 
 /// The decoded key and the event name of each record of an S3 event about `bucket` (records
