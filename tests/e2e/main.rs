@@ -24,6 +24,7 @@ mod publish;
 mod publish_secrets;
 mod read_api;
 mod readme;
+mod redrive;
 mod release_install;
 mod request_cost;
 mod serve;

@@ -7,7 +7,7 @@ use super::Stack;
 
 impl Stack {
     /// An S3 event for the object's current state (created, or removed if it is gone).
-    pub(super) fn s3_event(&self, key: &str, sequence: usize) -> String {
+    pub fn s3_event(&self, key: &str, sequence: usize) -> String {
         let head = self.s3.head_object().bucket(&self.bucket).key(key);
         let record = match self.runtime.block_on(head.send()) {
             Ok(out) => created_record(
