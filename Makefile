@@ -6,6 +6,7 @@
 #   make test   every check: formatting, lints, unit, router and end-to-end tests
 #   make lint   formatting and clippy only
 #   make stack  the AWS stack on this machine: functions, API Gateway and S3/DynamoDB stand-ins
+#   make soak   bursts of uploads under injected faults, random seeds (docs/faults.md; ARGS="--seed N --files 2000 --rounds 3")
 #   make coldstart  each function's cold start against a hello-world lambda_http binary
 #   make bench  benchmarks into BENCHMARKS.md (speed targets are checked here, never by timed tests)
 #   make build  one deployable zip per Lambda function (cargo-lambda; ARCH=arm64|x86_64)
@@ -45,7 +46,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: podman one-host-tools functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: podman one-host-tools functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack soak coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
@@ -99,6 +100,12 @@ $(VENV)/.installed: tests/requirements.txt
 stack: venv
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO_TARGET_DIR)/debug/tfreg-stack $(ARGS)
+
+## The soak (docs/faults.md): rounds of a burst under faults on the stack, each with its seed
+## printed; exits non-zero on any wrong answer or loss. ARGS="--seed N --files 2000 --rounds 3"
+soak: venv
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO_TARGET_DIR)/debug/tfreg-soak $(ARGS)
 
 ## Benchmarks, written to BENCHMARKS.md (tests/src/bin/tfreg-bench/): the API against nginx,
 ## pages, scale, restarts, hashing, cold starts; then token checks per second. Installs wrk and

@@ -29,6 +29,7 @@ mod release_install;
 mod request_cost;
 mod serve;
 mod sign_in_attacks;
+mod soak;
 mod stack;
 mod stack_bulk;
 mod stack_upstream;

@@ -16,6 +16,7 @@ pub mod oidc;
 pub mod raw;
 pub mod readme;
 pub mod scale;
+pub mod soak;
 pub mod sqs;
 pub mod stack;
 pub mod static_site;

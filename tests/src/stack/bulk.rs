@@ -27,7 +27,7 @@ const UPLOADS: usize = 16;
 
 /// An uploaded object's event record, for [`Stack::index_in_bulk`].
 #[derive(Debug, Clone)]
-pub struct Uploaded(Value);
+pub struct Uploaded(pub Value);
 
 /// What delivering events in bulk came to.
 #[derive(Debug, Default)]
