@@ -1,17 +1,24 @@
 //! A counting proxy in front of moto: every DynamoDB and S3 call a function makes passes
-//! through it, so tests count calls and bytes at the emulator, not inside tfreg.
+//! through it, so tests count calls and bytes at the emulator, not inside tfreg, and inject
+//! faults into them ([`crate::faults`]).
 //!
 //! The functions reach it through the SDK's per-service endpoint variables
-//! (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`), over plain HTTP on 127.0.0.1; it
-//! forwards each request unchanged to moto over TLS.
+//! (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`), over TLS on 127.0.0.1 with the
+//! stack's certificate (so the presigned download URLs the functions make, which point at
+//! it, are ones Terraform accepts); each function process has its own listener, so calls
+//! are told apart by function. It forwards each request unchanged to moto over TLS.
+//! Presigned requests (`X-Amz-Signature` in the query: downloads by Terraform, not calls of
+//! a function) are forwarded and counted but never faulted.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
 
+use crate::faults::{error_answer, CallId, CrashPoint, FaultKind, FaultPlan, FaultStats, Faults};
 use crate::stack::{Stack, StackOptions};
 use crate::{tar_gz, Gpg};
 
@@ -27,6 +34,8 @@ pub struct Call {
     pub response_bytes: usize,
     /// How many table items a DynamoDB answer holds (`Item`, `Items`).
     pub items: usize,
+    /// The function that made it (`modules`, `indexer`), empty if unknown.
+    pub function: String,
 }
 
 impl Call {
@@ -52,23 +61,38 @@ impl std::fmt::Display for Call {
     }
 }
 
+/// What kills a function instance (and starts it again) at a crash point.
+pub(crate) type CrashHook = Arc<dyn Fn() + Send + Sync>;
+
 struct Upstream {
     endpoint: String,
     client: reqwest::Client,
     calls: Mutex<Vec<Call>>,
+    faults: Faults,
+    /// By function and instance.
+    crash_hooks: Mutex<HashMap<(String, usize), CrashHook>>,
+}
+
+/// One listener: the calls of one function instance.
+struct Listener {
+    upstream: Arc<Upstream>,
+    function: String,
+    instance: usize,
 }
 
 /// A running proxy; stopped with its runtime when dropped.
 pub struct CountingProxy {
-    /// `http://127.0.0.1:PORT`
+    /// `https://127.0.0.1:PORT`: a listener whose calls belong to no function.
     pub url: String,
     upstream: Arc<Upstream>,
-    _runtime: tokio::runtime::Runtime,
+    tls: Arc<rustls::ServerConfig>,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl CountingProxy {
-    /// Starts a proxy to `endpoint` (moto's `https://` URL), trusting `cert`.
-    pub fn start(endpoint: &str, cert: &Path) -> CountingProxy {
+    /// Starts a proxy to `endpoint` (moto's `https://` URL), trusting and serving `cert`
+    /// (with its `key`), logging injected faults to `fault_log`.
+    pub fn start(endpoint: &str, cert: &Path, key: &Path, fault_log: Option<PathBuf>) -> Self {
         let pem = std::fs::read(cert).unwrap();
         let client = reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
@@ -79,32 +103,110 @@ impl CountingProxy {
             endpoint: endpoint.trim_end_matches('/').to_owned(),
             client,
             calls: Mutex::new(Vec::new()),
+            faults: Faults::new(fault_log),
+            crash_hooks: Mutex::default(),
         });
-        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let mut proxy = CountingProxy {
+            url: String::new(),
+            upstream,
+            tls: tfreg_local::server::load_tls(cert, key).unwrap(),
+            runtime: tokio::runtime::Runtime::new().unwrap(),
+        };
+        proxy.url = proxy.listen("", 0);
+        proxy
+    }
+
+    /// A new listener for the calls of `function`'s `instance`: its `https://` URL.
+    pub fn listen(&self, function: &str, instance: usize) -> String {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let app = axum::Router::new()
-            .fallback(forward)
-            .with_state(Arc::clone(&upstream));
-        runtime.spawn(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let _ = axum::serve(listener, app).await;
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Listener {
+            upstream: Arc::clone(&self.upstream),
+            function: function.to_owned(),
+            instance,
         });
-        CountingProxy {
-            url,
-            upstream,
-            _runtime: runtime,
-        }
+        let app = axum::Router::new().fallback(forward).with_state(state);
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&self.tls));
+        self.runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let _ = axum::serve(TlsListener::start(listener, acceptor), app).await;
+        });
+        url
     }
 
     /// The calls since the last [`CountingProxy::take`].
     pub fn take(&self) -> Vec<Call> {
         std::mem::take(&mut *self.upstream.calls.lock().unwrap())
     }
+
+    /// Injects the faults of `plan` from now on (none with `None`).
+    pub fn set_faults(&self, plan: Option<FaultPlan>) {
+        self.upstream.faults.set(plan);
+    }
+
+    /// What was seen and injected so far.
+    pub fn fault_stats(&self) -> FaultStats {
+        self.upstream.faults.stats()
+    }
+
+    /// Arms (or with `None`, disarms) the indexer's crash point.
+    pub fn crash_at(&self, point: Option<CrashPoint>) {
+        self.upstream.faults.set_crash(point);
+    }
+
+    /// What kills `function`'s `instance` at a crash point.
+    pub(crate) fn on_crash(&self, function: &str, instance: usize, hook: CrashHook) {
+        let mut hooks = self.upstream.crash_hooks.lock().unwrap();
+        hooks.insert((function.to_owned(), instance), hook);
+    }
 }
 
-async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Response {
+/// TCP connections past their TLS handshake (each handshake on its own task, so a slow
+/// one holds up no other connection).
+struct TlsListener {
+    addr: std::net::SocketAddr,
+    ready: tokio::sync::mpsc::Receiver<(TlsStream, std::net::SocketAddr)>,
+}
+
+type TlsStream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+impl TlsListener {
+    fn start(listener: tokio::net::TcpListener, acceptor: tokio_rustls::TlsAcceptor) -> Self {
+        let addr = listener.local_addr().unwrap();
+        let (tx, ready) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Ok((tcp, peer)) = listener.accept().await {
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    if let Ok(tls) = acceptor.accept(tcp).await {
+                        let _ = tx.send((tls, peer)).await;
+                    }
+                });
+            }
+        });
+        TlsListener { addr, ready }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(accepted) => accepted,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.addr)
+    }
+}
+
+async fn forward(State(listener): State<Arc<Listener>>, request: Request) -> Response {
+    let upstream = &listener.upstream;
     let (parts, body) = request.into_parts();
     let path = parts
         .uri
@@ -126,6 +228,41 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
             format!("{} {}", parts.method, path.split('?').next().unwrap_or("")),
         ),
     };
+    let head = parts.method == axum::http::Method::HEAD;
+    let presigned = path.contains("X-Amz-Signature=");
+    let call = CallId {
+        function: &listener.function,
+        service,
+        operation: match service {
+            "dynamodb" => action.as_str(),
+            _ => parts.method.as_str(),
+        },
+        action: &action,
+        copy: parts.headers.contains_key("x-amz-copy-source"),
+        body: &body,
+    };
+    if !presigned && upstream.faults.crashes_at(&call) {
+        let key = (listener.function.clone(), listener.instance);
+        let hook = upstream.crash_hooks.lock().unwrap().get(&key).cloned();
+        if let Some(hook) = hook {
+            let _ = tokio::task::spawn_blocking(move || hook()).await;
+        }
+        return error_answer(FaultKind::ServerError, service, head, "crashed");
+    }
+    let decision = match presigned {
+        true => None,
+        false => upstream.faults.decide(&call),
+    };
+    if let Some(decision) = &decision {
+        match decision.kind {
+            FaultKind::LostAnswer => {}
+            FaultKind::Delay => {
+                tokio::time::sleep(decision.hold).await;
+                return error_answer(FaultKind::Unavailable, service, head, &decision.id);
+            }
+            kind => return error_answer(kind, service, head, &decision.id),
+        }
+    }
     let mut outgoing = upstream
         .client
         .request(parts.method.clone(), format!("{}{path}", upstream.endpoint))
@@ -145,7 +282,6 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
         }
     };
     let status = answer.status();
-    let head = parts.method == axum::http::Method::HEAD;
     let headers = answer.headers().clone();
     let bytes = answer.bytes().await.unwrap_or_default();
     let items = match service {
@@ -157,7 +293,13 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
         action,
         response_bytes: bytes.len(),
         items,
+        function: listener.function.clone(),
     });
+    if let Some(decision) = decision {
+        // Applied, and the answer lost on its way back.
+        tokio::time::sleep(decision.hold).await;
+        return error_answer(FaultKind::Unavailable, service, head, &decision.id);
+    }
     let mut response = Response::builder().status(status);
     for (name, value) in &headers {
         if name != axum::http::header::TRANSFER_ENCODING

@@ -34,6 +34,8 @@ struct Inner {
     next_id: Mutex<u64>,
     /// When the function first asked for an event: the end of its cold start.
     first_poll: Mutex<Option<std::time::Instant>>,
+    /// The request the function took and has not answered yet.
+    in_flight: Mutex<Option<String>>,
 }
 
 /// A Runtime API for one function process. Stopped when dropped.
@@ -109,6 +111,21 @@ impl RuntimeApi {
         }
     }
 
+    /// Fails the invocation the function took and has not answered (its process was
+    /// killed), as Lambda reports a runtime that exited: true if there was one.
+    pub fn fail_in_flight(&self, reason: &str) -> bool {
+        let Some(id) = self.inner.in_flight.lock().unwrap().take() else {
+            return false;
+        };
+        let body = serde_json::json!({
+            "errorType": "Runtime.ExitError",
+            "errorMessage": format!("RequestId: {id} Error: Runtime exited: {reason}"),
+        })
+        .to_string();
+        self.inner.record(&id, "error", body);
+        true
+    }
+
     /// What functions answered so far: (`<request id>/response` or `/error`, or
     /// `init/error`; body).
     pub fn answers(&self) -> Vec<(String, String)> {
@@ -117,6 +134,21 @@ impl RuntimeApi {
 }
 
 impl Inner {
+    /// Records an answer and hands it to whoever waits for it.
+    fn record(&self, id: &str, kind: &str, body: String) {
+        self.answers
+            .lock()
+            .unwrap()
+            .push((format!("{id}/{kind}"), body.clone()));
+        let answer = match kind {
+            "response" => Answer::Response(body),
+            _ => Answer::Error(body),
+        };
+        if let Some(waiting) = self.waiting.lock().unwrap().remove(id) {
+            let _ = waiting.send(answer);
+        }
+    }
+
     fn new_id(&self) -> String {
         let mut next = self.next_id.lock().unwrap();
         let id = format!("request-{next}");
@@ -147,6 +179,7 @@ async fn next(State(inner): State<Arc<Inner>>) -> (HeaderMap, String) {
         }
         arrived.await;
     };
+    *inner.in_flight.lock().unwrap() = Some(id.clone());
     let deadline = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -175,18 +208,13 @@ async fn answer(
     UrlPath((id, kind)): UrlPath<(String, String)>,
     body: String,
 ) -> StatusCode {
-    inner
-        .answers
-        .lock()
-        .unwrap()
-        .push((format!("{id}/{kind}"), body.clone()));
-    let answer = match kind.as_str() {
-        "response" => Answer::Response(body),
-        _ => Answer::Error(body),
-    };
-    if let Some(waiting) = inner.waiting.lock().unwrap().remove(&id) {
-        let _ = waiting.send(answer);
+    {
+        let mut in_flight = inner.in_flight.lock().unwrap();
+        if in_flight.as_deref() == Some(id.as_str()) {
+            *in_flight = None;
+        }
     }
+    inner.record(&id, &kind, body);
     StatusCode::ACCEPTED
 }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 pub mod bench;
 pub mod browser;
 pub mod counting;
+pub mod faults;
 pub mod lambda;
 pub mod oidc;
 pub mod raw;

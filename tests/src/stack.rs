@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,18 +24,22 @@ use axum::response::Response;
 use base64::Engine;
 
 use crate::counting::{Call, CountingProxy};
-use crate::lambda::{function_bin, Answer, RuntimeApi};
+use crate::faults::FaultPlan;
+use crate::lambda::RuntimeApi;
 use crate::{test_certificate, venv_tool, workspace_root, Moto, TempDir};
 
 mod banner;
 mod bulk;
 mod events;
+mod faults;
 mod gateway;
 mod logs;
+mod process;
 pub use bulk::{BulkDelivery, EventSummary, Uploaded};
 pub use events::s3_event_key;
 use gateway::{gateway, Route};
 pub use logs::subscription_event;
+use process::{function_name, start_function, Function};
 
 /// How the stack is deployed: its template parameters.
 #[derive(Debug, Clone)]
@@ -49,9 +53,12 @@ pub struct StackOptions {
     /// The `CacheTtl` parameter, when not the template's default.
     pub cache_ttl: Option<String>,
     /// Sends the functions' DynamoDB and S3 calls through a [`CountingProxy`] to moto
-    /// ([`Stack::calls`]). Download URLs then point at the proxy (plain HTTP), which
-    /// Terraform would refuse: for tests of the API alone.
+    /// ([`Stack::calls`]). Presigned download URLs then point at the proxy (over TLS with
+    /// the stack's certificate, so Terraform follows them; they are never faulted).
     pub count_calls: bool,
+    /// Faults the proxy injects from the start (implies [`StackOptions::count_calls`]);
+    /// changed with [`Stack::set_faults`].
+    pub faults: Option<FaultPlan>,
     /// The `IdentityConfig` parameter: the identity document (the login function exists
     /// only with one).
     pub identity: Option<String>,
@@ -79,6 +86,7 @@ impl Default for StackOptions {
             public: false,
             cache_ttl: None,
             count_calls: false,
+            faults: None,
             identity: None,
             oidc_client_secret: None,
             upstream: None,
@@ -86,18 +94,6 @@ impl Default for StackOptions {
             indexer_instances: 1,
         }
     }
-}
-
-/// One function process.
-struct Function {
-    name: String,
-    /// `(method, path)` as the template has them (`ANY`, `/v1/modules/{proxy+}`).
-    routes: Vec<(String, String)>,
-    /// The object keys its S3 events take, `(prefix, suffix)`.
-    s3_keys: Vec<(String, String)>,
-    api: Arc<RuntimeApi>,
-    child: Child,
-    log: PathBuf,
 }
 
 /// A running stack; stopped when dropped.
@@ -195,31 +191,43 @@ impl Stack {
             options.oidc_client_secret.as_deref(),
         ));
 
-        let counting = options
-            .count_calls
-            .then(|| CountingProxy::start(&moto.endpoint, &cert));
+        let counting = (options.count_calls || options.faults.is_some()).then(|| {
+            let log = dir.path().join("faults.log");
+            let proxy = CountingProxy::start(&moto.endpoint, &cert, &key, Some(log));
+            proxy.set_faults(options.faults.clone());
+            proxy
+        });
         let mut function_env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), v.clone()))
             .collect();
         function_env.extend(options.function_env.iter().cloned());
-        if let Some(proxy) = &counting {
-            function_env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), proxy.url.clone()));
-            function_env.push(("AWS_ENDPOINT_URL_S3".into(), proxy.url.clone()));
-        }
+        // Each instance reaches the proxy on a listener of its own, so its calls are its.
+        let start = |logical_id: &str, environment: &BTreeMap<String, String>, instance| {
+            let mut aws_env = function_env.clone();
+            let name = function_name(environment);
+            if let Some(proxy) = &counting {
+                let url = proxy.listen(name, instance);
+                aws_env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), url.clone()));
+                aws_env.push(("AWS_ENDPOINT_URL_S3".into(), url));
+            }
+            let function = start_function(logical_id, environment, &aws_env, dir.path(), instance);
+            if let Some(proxy) = &counting {
+                let process = Arc::clone(&function.process);
+                proxy.on_crash(name, instance, Arc::new(move || process.crash()));
+            }
+            function
+        };
         let functions = environments
             .iter()
-            .map(|(logical_id, environment)| {
-                start_function(logical_id, environment, &function_env, dir.path(), 0)
-            })
+            .map(|(logical_id, environment)| start(logical_id, environment, 0))
             .collect::<Vec<_>>();
         let replicas = environments
             .iter()
             .filter(|(_, environment)| function_name(environment) == "indexer")
             .flat_map(|(logical_id, environment)| {
-                (1..options.indexer_instances).map(|instance| {
-                    start_function(logical_id, environment, &function_env, dir.path(), instance)
-                })
+                (1..options.indexer_instances)
+                    .map(|instance| start(logical_id, environment, instance))
             })
             .collect();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -322,13 +330,28 @@ impl Stack {
     /// Delivers S3 event notifications for `keys` to the functions the template subscribes to
     /// each (a key no function takes goes to the indexer, as before the fetcher existed), as
     /// S3 does: one record per event, keys URL-encoded, each delivered twice and the second
-    /// time in reverse order. Panics if a function fails one.
+    /// time in reverse order; a failed invocation (a crashed one too) is delivered again up
+    /// to twice, as Lambda retries an asynchronous invocation. Panics if an event fails
+    /// every attempt (see [`Stack::try_deliver`]).
     pub fn deliver(&self, keys: &[&str]) {
+        let delivery = self.try_deliver(keys);
+        assert!(
+            delivery.dead_lettered.is_empty(),
+            "an event failed every attempt: {delivery:#?}\n{}",
+            self.logs()
+        );
+    }
+
+    /// [`Stack::deliver`], returning what came of it: events that failed every attempt are
+    /// in [`BulkDelivery::dead_lettered`] (to redrive with [`Stack::redeliver`]).
+    pub fn try_deliver(&self, keys: &[&str]) -> BulkDelivery {
         let takes = |f: &Function, key: &str| {
             f.s3_keys.iter().any(|(prefix, suffix)| {
                 key.starts_with(prefix.as_str()) && key.ends_with(suffix.as_str())
             })
         };
+        let mut delivery = BulkDelivery::default();
+        let started = std::time::Instant::now();
         for function in &self.functions {
             let events: Vec<String> = keys
                 .iter()
@@ -341,17 +364,11 @@ impl Stack {
                 .map(|(i, key)| self.s3_event(key, i))
                 .collect();
             for event in events.iter().chain(events.iter().rev()) {
-                let answer = function.api.invoke(event.clone(), Duration::from_secs(120));
-                match answer {
-                    Some(Answer::Response(_)) => {}
-                    other => panic!(
-                        "the {} function failed an event: {other:?}\n{event}\n{}",
-                        function.name,
-                        std::fs::read_to_string(&function.log).unwrap_or_default()
-                    ),
-                }
+                bulk::invoke_async(&function.api, event, &mut delivery);
             }
         }
+        delivery.took = started.elapsed();
+        delivery
     }
 
     /// Every key under `prefix` in the bucket (latest versions), sorted.
@@ -438,9 +455,8 @@ impl Drop for Stack {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(true);
         }
-        for function in self.functions.iter_mut().chain(&mut self.replicas) {
-            let _ = function.child.kill();
-            let _ = function.child.wait();
+        for function in self.functions.iter().chain(&self.replicas) {
+            function.process.stop();
         }
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
@@ -493,77 +509,4 @@ async fn provision(
             .unwrap();
     }
     crate::provision(&config, bucket, table).await
-}
-
-/// A function's name (its package's, `indexer`) from its `CodeUri`.
-fn function_name(environment: &BTreeMap<String, String>) -> &str {
-    let code = &environment["__code_uri__"];
-    code.trim_start_matches("build/lambda/")
-        .split('/')
-        .next()
-        .unwrap()
-}
-
-/// Starts one instance (0 for the first) of a function's binary under its own Runtime API,
-/// with the template's environment.
-fn start_function(
-    logical_id: &str,
-    environment: &BTreeMap<String, String>,
-    aws_env: &[(String, String)],
-    dir: &Path,
-    instance: usize,
-) -> Function {
-    let name = function_name(environment).to_owned();
-    let file = match instance {
-        0 => name.clone(),
-        n => format!("{name}-{n}"),
-    };
-    let routes = environment
-        .get("__routes__")
-        .map(|r| {
-            r.split_whitespace()
-                .filter_map(|w| w.split_once(':'))
-                .map(|(m, p)| (m.to_owned(), p.to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let s3_keys = environment
-        .get("__s3_keys__")
-        .map(|r| {
-            r.split_whitespace()
-                .filter_map(|w| w.split_once('*'))
-                .map(|(p, s)| (p.to_owned(), s.to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let api = Arc::new(RuntimeApi::start(vec![]));
-    let log = dir.join(format!("{file}.log"));
-    let child = Command::new(function_bin(&name))
-        .env_clear()
-        .envs(
-            environment
-                .iter()
-                .filter(|(k, _)| !k.starts_with("__"))
-                .map(|(k, v)| (k.as_str(), v.as_str())),
-        )
-        .envs(aws_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .envs([
-            ("AWS_LAMBDA_RUNTIME_API", api.addr.as_str()),
-            ("AWS_LAMBDA_FUNCTION_NAME", logical_id),
-            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
-            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
-        ])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(dir.join(format!("{file}.out"))).unwrap())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{name} starts: {e}"));
-    Function {
-        name,
-        routes,
-        s3_keys,
-        api,
-        child,
-        log,
-    }
 }

@@ -1,7 +1,8 @@
 //! Publishing in bulk, as a sync or a migration does: many files uploaded side by side, and
 //! their events delivered in batches to several instances of the indexer function at once,
 //! each taking one invocation at a time. An invocation that fails is delivered again up to
-//! twice (Lambda's retries of an asynchronous invocation) and then dead-lettered.
+//! twice (Lambda's retries of an asynchronous invocation: a crashed one too) and then
+//! dead-lettered, for a test to redrive.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -55,6 +56,22 @@ pub struct EventSummary {
     pub failed: u64,
 }
 
+/// Invokes `api` with `event` as Lambda invokes asynchronously: a failed attempt (an error,
+/// a crash, no answer in time) is made again up to [`RETRIES`] times, then the event is
+/// dead-lettered.
+pub(super) fn invoke_async(api: &RuntimeApi, event: &str, delivery: &mut BulkDelivery) {
+    for _ in 0..=RETRIES {
+        delivery.invocations += 1;
+        let error = match api.invoke(event.to_owned(), TIMEOUT) {
+            Some(Answer::Response(_)) => return,
+            Some(Answer::Error(error)) => error,
+            None => format!("no answer within {TIMEOUT:?}"),
+        };
+        delivery.failed.push(error);
+    }
+    delivery.dead_lettered.push(event.to_owned());
+}
+
 impl Stack {
     /// Uploads `files` side by side (as `aws s3 sync` does), sending no event; returns their
     /// events' records in order.
@@ -82,13 +99,20 @@ impl Stack {
     /// `per_event` records to an event, each instance taking the next event when it has
     /// answered the last.
     pub fn index_in_bulk(&self, records: &[Uploaded], per_event: usize) -> BulkDelivery {
-        let events: VecDeque<(String, u32)> = records
+        let events = records
             .chunks(per_event)
             .map(|chunk| {
                 let records: Vec<Value> = chunk.iter().map(|r| r.0.clone()).collect();
-                (self.s3_event_of(&records), 0)
+                self.s3_event_of(&records)
             })
             .collect();
+        self.redeliver(events)
+    }
+
+    /// Delivers whole events (dead-lettered ones, to redrive them) to every instance of the
+    /// indexer as [`Stack::index_in_bulk`] does, retries and dead-lettering included.
+    pub fn redeliver(&self, events: Vec<String>) -> BulkDelivery {
+        let events: VecDeque<(String, u32)> = events.into_iter().map(|e| (e, 0)).collect();
         let queue = Mutex::new(events);
         let delivery = Mutex::new(BulkDelivery::default());
         let instances: Vec<Arc<RuntimeApi>> = self.indexer_instances().map(Arc::clone).collect();

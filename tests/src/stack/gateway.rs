@@ -2,6 +2,7 @@
 //! as a payload-format-2.0 event to the routed function, and its answer as the response.
 
 use super::*;
+use crate::lambda::Answer;
 
 /// A route of the API, as the template has it (`ANY`, `/v1/modules/{proxy+}`), and the
 /// function behind it.
