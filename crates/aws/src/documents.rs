@@ -18,7 +18,8 @@ use sha2::{Digest, Sha256};
 use tfreg_core::store::{Document, Expected, RecordId};
 use tfreg_core::StoreError;
 
-use crate::dynamo::{failed, key, Item, Table};
+use crate::dynamo::{conditional_check_failed, failed, key, Item, Table};
+use crate::transient::sdk_failure;
 
 /// Compressed documents up to this size are kept in their item.
 pub const INLINE_LIMIT: usize = 300 * 1024;
@@ -141,7 +142,7 @@ impl Table {
                 .consistent_read(self.consistent || attempt == 2)
                 .send()
                 .await
-                .map_err(|e| failed("GetItem", &self.name, e.into_service_error()))?;
+                .map_err(|e| failed("GetItem", &self.name, e))?;
             let Some(item) = out.item else {
                 return Ok(None);
             };
@@ -203,18 +204,19 @@ impl Table {
                 // 404, for an object that is gone: both mean "read the item again"; a
                 // lasting refusal ends as an error after the retries.
                 let denied = e.raw_response().is_some_and(|r| r.status().as_u16() == 403);
-                let e = e.into_service_error();
-                if e.is_no_such_key() || denied {
+                if denied || e.as_service_error().is_some_and(|e| e.is_no_such_key()) {
                     return Ok(None);
                 }
-                return Err(StoreError::with_source(
+                return Err(sdk_failure(
                     format!("cannot read s3://{}/{key}", overflow.bucket),
                     e,
                 ));
             }
         };
+        // The body arrives after the call returned: a connection lost while reading it is
+        // as transient as one lost before.
         let bytes = out.body.collect().await.map_err(|e| {
-            StoreError::with_source(format!("cannot read s3://{}/{key}", overflow.bucket), e)
+            StoreError::transient(format!("cannot read s3://{}/{key}", overflow.bucket), e)
         })?;
         Ok(Some(bytes.to_vec()))
     }
@@ -275,9 +277,9 @@ impl Table {
                         .send()
                         .await
                         .map_err(|e| {
-                            StoreError::with_source(
+                            sdk_failure(
                                 format!("cannot write s3://{}/{object}", overflow.bucket),
-                                e.into_service_error(),
+                                e,
                             )
                         })?;
                     item.insert(OBJECT.into(), AttributeValue::S(object.clone()));
@@ -300,10 +302,9 @@ impl Table {
                 match put.send().await {
                     Ok(out) => out.attributes,
                     Err(e) => {
-                        let e = e.into_service_error();
                         // The SDK retries a write whose answer was lost: if the first try
                         // landed, the item holds this very revision and the write is done.
-                        if let aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(failed) = &e {
+                        if let Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(failed)) = e.as_service_error() {
                             let current = failed.item.as_ref().and_then(|i| string(i, REVISION));
                             if current == Some(revision.as_str()) {
                                 return Ok(true);
@@ -312,7 +313,7 @@ impl Table {
                         if let (Some(overflow), Some(object)) = (overflow, &written_object) {
                             self.delete_object(overflow, object).await;
                         }
-                        if e.is_conditional_check_failed_exception() {
+                        if conditional_check_failed(&e) {
                             return Ok(false);
                         }
                         return Err(failed("PutItem", &self.name, e));
@@ -334,8 +335,7 @@ impl Table {
                 match delete.send().await {
                     Ok(out) => out.attributes,
                     Err(e) => {
-                        let e = e.into_service_error();
-                        if e.is_conditional_check_failed_exception() {
+                        if conditional_check_failed(&e) {
                             return Ok(false);
                         }
                         return Err(failed("DeleteItem", &self.name, e));
@@ -375,7 +375,7 @@ impl Table {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| failed("Query", &self.name, e.into_service_error()))?;
+                .map_err(|e| failed("Query", &self.name, e))?;
             ids.extend(out.items.unwrap_or_default().iter().filter_map(id_of));
             match out.last_evaluated_key {
                 Some(next) if !next.is_empty() => start = Some(next),
@@ -399,7 +399,7 @@ impl Table {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| failed("GetItem", &self.name, e.into_service_error()))?;
+            .map_err(|e| failed("GetItem", &self.name, e))?;
         Ok(out
             .item
             .as_ref()

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use tfreg_core::store::{Document, Expected, MetadataReader, MetadataStore, Record, RecordId};
@@ -26,12 +28,21 @@ const LAST_USED_GRANULARITY_SECS: u64 = 60;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
-pub(crate) fn failed(
-    action: &str,
-    table: &str,
-    e: impl std::error::Error + Send + Sync + 'static,
-) -> StoreError {
-    StoreError::with_source(format!("DynamoDB {action} on table {table} failed"), e)
+/// A failed DynamoDB call, transient when the table was busy or out of reach.
+pub(crate) fn failed<E>(action: &str, table: &str, e: SdkError<E, HttpResponse>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    crate::transient::sdk_failure(format!("DynamoDB {action} on table {table} failed"), e)
+}
+
+/// Whether a conditional write failed its condition: a lost race, or the write landing
+/// already on a try whose answer was lost. Never an error in itself.
+pub(crate) fn conditional_check_failed<E: ProvideErrorMetadata>(
+    e: &SdkError<E, HttpResponse>,
+) -> bool {
+    e.as_service_error()
+        .is_some_and(|e| e.code() == Some("ConditionalCheckFailedException"))
 }
 
 pub(crate) fn key(partition: &str, sort: &str) -> Item {
@@ -79,7 +90,7 @@ impl Table {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|e| failed("PutItem", &self.name, e.into_service_error()))?;
+            .map_err(|e| failed("PutItem", &self.name, e))?;
         Ok(())
     }
 
@@ -98,14 +109,8 @@ impl Table {
             .await;
         match put {
             Ok(_) => Ok(true),
-            Err(e) => {
-                let e = e.into_service_error();
-                if e.is_conditional_check_failed_exception() {
-                    Ok(false)
-                } else {
-                    Err(failed("PutItem", &self.name, e))
-                }
-            }
+            Err(e) if conditional_check_failed(&e) => Ok(false),
+            Err(e) => Err(failed("PutItem", &self.name, e)),
         }
     }
 
@@ -122,7 +127,7 @@ impl Table {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| failed("GetItem", &self.name, e.into_service_error()))?;
+            .map_err(|e| failed("GetItem", &self.name, e))?;
         Ok(out.item)
     }
 
@@ -133,7 +138,7 @@ impl Table {
             .set_key(Some(key(partition, sort)))
             .send()
             .await
-            .map_err(|e| failed("DeleteItem", &self.name, e.into_service_error()))?;
+            .map_err(|e| failed("DeleteItem", &self.name, e))?;
         Ok(())
     }
 
@@ -165,7 +170,7 @@ impl Table {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| failed("Query", &self.name, e.into_service_error()))?;
+                .map_err(|e| failed("Query", &self.name, e))?;
             items.extend(out.items.unwrap_or_default());
             match out.last_evaluated_key {
                 Some(next) if !next.is_empty() => start = Some(next),
@@ -211,7 +216,7 @@ impl Table {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| failed("Scan", &self.name, e.into_service_error()))?;
+                .map_err(|e| failed("Scan", &self.name, e))?;
             items.extend(out.items.unwrap_or_default());
             match out.last_evaluated_key {
                 Some(next) if !next.is_empty() => start = Some(next),
@@ -251,7 +256,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError
         .key_schema(key(SK, KeyType::Range))
         .send()
         .await
-        .map_err(|e| failed("CreateTable", table, e.into_service_error()))?;
+        .map_err(|e| failed("CreateTable", table, e))?;
     Ok(())
 }
 
@@ -336,7 +341,7 @@ impl DynamoMetadataStore {
                     .request_items(table, pending)
                     .send()
                     .await
-                    .map_err(|e| failed("BatchWriteItem", table, e.into_service_error()))?;
+                    .map_err(|e| failed("BatchWriteItem", table, e))?;
                 pending = out
                     .unprocessed_items
                     .and_then(|mut left| left.remove(table))
@@ -540,14 +545,8 @@ impl TokenStore for DynamoTokenStore {
             .await;
         match result {
             Ok(_) => Ok(()),
-            Err(e) => {
-                let e = e.into_service_error();
-                if e.is_conditional_check_failed_exception() {
-                    Ok(())
-                } else {
-                    Err(failed("UpdateItem", &self.table.name, e))
-                }
-            }
+            Err(e) if conditional_check_failed(&e) => Ok(()),
+            Err(e) => Err(failed("UpdateItem", &self.table.name, e)),
         }
     }
 }

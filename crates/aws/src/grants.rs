@@ -57,7 +57,7 @@ impl GrantStore for DynamoGrantStore {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|e| failed("PutItem", &self.table, e.into_service_error()))?;
+            .map_err(|e| failed("PutItem", &self.table, e))?;
         Ok(())
     }
 
@@ -70,7 +70,7 @@ impl GrantStore for DynamoGrantStore {
             .return_values(ReturnValue::AllOld)
             .send()
             .await
-            .map_err(|e| failed("DeleteItem", &self.table, e.into_service_error()))?;
+            .map_err(|e| failed("DeleteItem", &self.table, e))?;
         let Some(item) = out.attributes else {
             return Ok(None);
         };

@@ -21,6 +21,8 @@ pub mod queue;
 pub mod s3;
 pub mod settings;
 #[cfg(feature = "sdk")]
+mod transient;
+#[cfg(feature = "sdk")]
 pub mod upload;
 #[cfg(feature = "sdk")]
 pub mod usage;

@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::Client;
 use tfreg_core::downloads::Presigner;
@@ -44,6 +46,13 @@ impl S3ArtifactStore {
         e: impl std::error::Error + Send + Sync + 'static,
     ) -> StoreError {
         s3_failure(&self.bucket, action, key, e)
+    }
+
+    fn sdk_failed<E>(&self, action: &str, key: &str, e: SdkError<E, HttpResponse>) -> StoreError
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        s3_sdk_failure(&self.bucket, action, key, e)
     }
 }
 
@@ -105,6 +114,19 @@ pub(crate) fn s3_failure(
     StoreError::with_source(format!("S3 {action} of s3://{bucket}/{key} failed"), e)
 }
 
+/// An S3 call that failed, transient when S3 was busy or out of reach.
+pub(crate) fn s3_sdk_failure<E>(
+    bucket: &str,
+    action: &str,
+    key: &str,
+    e: SdkError<E, HttpResponse>,
+) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    crate::transient::sdk_failure(format!("S3 {action} of s3://{bucket}/{key} failed"), e)
+}
+
 /// What HeadObject and GetObject tell of an object.
 fn meta(content_length: Option<i64>, version_id: Option<&str>, e_tag: Option<&str>) -> ObjectMeta {
     ObjectMeta {
@@ -138,14 +160,8 @@ impl ArtifactStore for S3ArtifactStore {
                 out.version_id(),
                 out.e_tag(),
             ))),
-            Err(e) => {
-                let e = e.into_service_error();
-                if e.is_not_found() {
-                    Ok(None)
-                } else {
-                    Err(self.failed("HeadObject", key, e))
-                }
-            }
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_not_found()) => Ok(None),
+            Err(e) => Err(self.sdk_failed("HeadObject", key, e)),
         }
     }
 
@@ -158,8 +174,7 @@ impl ArtifactStore for S3ArtifactStore {
             .into_paginator()
             .send();
         while let Some(page) = pages.next().await {
-            let page =
-                page.map_err(|e| self.failed("ListObjectsV2", "", e.into_service_error()))?;
+            let page = page.map_err(|e| self.sdk_failed("ListObjectsV2", "", e))?;
             keys.extend(
                 page.contents()
                     .iter()
@@ -226,14 +241,8 @@ impl S3ArtifactStore {
                 meta(out.content_length, out.version_id(), out.e_tag()),
                 out.body.into_async_read(),
             ))),
-            Err(e) => {
-                let e = e.into_service_error();
-                if e.is_no_such_key() {
-                    Ok(None)
-                } else {
-                    Err(self.failed("GetObject", key, e))
-                }
-            }
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_no_such_key()) => Ok(None),
+            Err(e) => Err(self.sdk_failed("GetObject", key, e)),
         }
     }
 }

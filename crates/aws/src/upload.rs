@@ -79,6 +79,18 @@ impl Uploader {
         crate::s3::s3_failure(&self.bucket, action, key, e)
     }
 
+    fn sdk_failed<E>(
+        &self,
+        action: &str,
+        key: &str,
+        e: aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+    ) -> StoreError
+    where
+        E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        crate::s3::s3_sdk_failure(&self.bucket, action, key, e)
+    }
+
     /// Every key under `prefix`.
     pub async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let mut keys = Vec::new();
@@ -90,8 +102,7 @@ impl Uploader {
             .into_paginator()
             .send();
         while let Some(page) = pages.next().await {
-            let page =
-                page.map_err(|e| self.failed("ListObjectsV2", prefix, e.into_service_error()))?;
+            let page = page.map_err(|e| self.sdk_failed("ListObjectsV2", prefix, e))?;
             keys.extend(
                 page.contents()
                     .iter()
@@ -125,7 +136,7 @@ impl Uploader {
                 .body(body)
                 .send()
                 .await
-                .map_err(|e| self.failed("PutObject", key, e.into_service_error()))?;
+                .map_err(|e| self.sdk_failed("PutObject", key, e))?;
             progress(size);
             return Ok(Uploaded {
                 version_id: out.version_id,
@@ -148,7 +159,7 @@ impl Uploader {
             .content_type(content_type)
             .send()
             .await
-            .map_err(|e| self.failed("CreateMultipartUpload", key, e.into_service_error()))?;
+            .map_err(|e| self.sdk_failed("CreateMultipartUpload", key, e))?;
         let Some(upload_id) = created.upload_id else {
             return Err(StoreError::new(format!(
                 "S3 CreateMultipartUpload of s3://{}/{key} returned no upload id",
@@ -217,7 +228,7 @@ impl Uploader {
                         .body(body)
                         .send()
                         .await
-                        .map_err(|e| this.failed("UploadPart", &key, e.into_service_error()))?;
+                        .map_err(|e| this.sdk_failed("UploadPart", &key, e))?;
                     progress(length);
                     Ok::<_, StoreError>(
                         CompletedPart::builder()
@@ -257,7 +268,7 @@ impl Uploader {
             )
             .send()
             .await
-            .map_err(|e| self.failed("CompleteMultipartUpload", key, e.into_service_error()))?;
+            .map_err(|e| self.sdk_failed("CompleteMultipartUpload", key, e))?;
         Ok(Uploaded {
             version_id: out.version_id,
             e_tag: out.e_tag,
@@ -304,7 +315,7 @@ impl tfreg_core::store::ArtifactWriter for Uploader {
             .body(ByteStream::from(bytes))
             .send()
             .await
-            .map_err(|e| self.failed("PutObject", key, e))?;
+            .map_err(|e| self.sdk_failed("PutObject", key, e))?;
         Ok(())
     }
 
@@ -316,7 +327,7 @@ impl tfreg_core::store::ArtifactWriter for Uploader {
             .key(key)
             .send()
             .await
-            .map_err(|e| self.failed("DeleteObject", key, e))?;
+            .map_err(|e| self.sdk_failed("DeleteObject", key, e))?;
         Ok(())
     }
 }

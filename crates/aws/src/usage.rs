@@ -233,26 +233,32 @@ impl DynamoUsage {
                 .set_transact_items(Some(items.clone()))
                 .send()
                 .await;
-            let e = match sent {
-                Ok(_) => return Ok(true),
-                Err(e) => e.into_service_error(),
+            let Err(e) = sent else {
+                return Ok(true);
             };
-            let codes: Vec<&str> = match &e {
-                aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c) => {
+            let codes: Vec<&str> = match e.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c)) => {
                     c.cancellation_reasons().iter().map(|r| r.code().unwrap_or("None")).collect()
                 }
                 _ => Vec::new(),
             };
+            // The marker was there: counted before, or by this very transaction on a try
+            // whose answer was lost (the SDK sent it again). Either way, counted once.
             if codes.first() == Some(&"ConditionalCheckFailed") {
                 return Ok(false);
             }
-            let conflict =
-                codes.contains(&"TransactionConflict") || e.is_transaction_in_progress_exception();
-            if conflict && attempt < CONFLICT_ATTEMPTS {
+            // A conflict with a concurrent transaction, or an item the table throttled:
+            // the SDK does not retry a cancelled transaction, so it is tried again here.
+            let again = codes
+                .iter()
+                .any(|code| crate::transient::TRANSIENT_CANCELLATION.contains(code))
+                || e.as_service_error()
+                    .is_some_and(|e| e.is_transaction_in_progress_exception());
+            if again && attempt < CONFLICT_ATTEMPTS {
                 tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
                 continue;
             }
-            return Err(failed("TransactWriteItems", table, e));
+            return Err(failed("TransactWriteItems", table, e).transient_if(again));
         }
     }
 
@@ -276,13 +282,8 @@ impl DynamoUsage {
             .await;
         match sent {
             Ok(_) => Ok(true),
-            Err(e) => {
-                let e = e.into_service_error();
-                match e.is_conditional_check_failed_exception() {
-                    true => Ok(false),
-                    false => Err(failed("UpdateItem", &self.table.name, e)),
-                }
-            }
+            Err(e) if crate::dynamo::conditional_check_failed(&e) => Ok(false),
+            Err(e) => Err(failed("UpdateItem", &self.table.name, e)),
         }
     }
 }

@@ -62,10 +62,12 @@ impl Aws {
             .send()
             .await
             .map_err(|e| {
+                let transient = crate::transient::is_transient(&e);
                 tfreg_core::StoreError::with_source(
                     format!("cannot read the secret {arn} from Secrets Manager"),
                     e.into_service_error(),
                 )
+                .transient_if(transient)
             })?;
         out.secret_string()
             .map(|s| s.trim().to_owned())

@@ -1,5 +1,7 @@
 //! The API's one error type: every failure becomes `{"errors": [...]}` with the right status.
 //! Server-side failures are logged here, once, and their details never reach the client.
+//! A store that was busy or out of reach ([`StoreError::is_transient`]) is answered 503 with
+//! `Retry-After`, which Terraform's HTTP client honours before it tries once more.
 
 use axum::extract::rejection::PathRejection;
 use axum::http::StatusCode;
@@ -8,6 +10,11 @@ use axum::Json;
 use tfreg_core::protocol::Errors;
 use tfreg_core::store::ErrorChain;
 use tfreg_core::{RegistryError, StoreError};
+
+/// The seconds a client is asked to wait when the registry's storage was busy: short, as
+/// the SDK has retried already and a throttle passes in moments; Terraform waits this long
+/// before its one retry of a registry request.
+pub const RETRY_AFTER_SECONDS: u64 = 2;
 
 /// A failed request, as the client is told: each variant is one status code.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +72,16 @@ pub fn error_response(status: StatusCode, message: impl Into<String>) -> Respons
         .into_response()
 }
 
+/// `response` with `Retry-After: RETRY_AFTER_SECONDS`: for the 503 answers (pages, OAuth
+/// errors) made without an [`ApiError`].
+pub fn retry_after(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from(RETRY_AFTER_SECONDS),
+    );
+    response
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -120,12 +137,75 @@ impl From<tfreg_core::upstream::UpstreamError> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        ApiError::Internal(Box::new(e))
+        match e.is_transient() {
+            true => {
+                tracing::warn!(error = %ErrorChain(&e), "the storage is busy: answering 503");
+                ApiError::busy()
+            }
+            false => ApiError::Internal(Box::new(e)),
+        }
+    }
+}
+
+impl ApiError {
+    /// 503: the registry's storage is busy (throttled, failing or out of reach, past the
+    /// retries); try again in [`RETRY_AFTER_SECONDS`].
+    pub fn busy() -> ApiError {
+        ApiError::Unavailable(
+            format!("the registry's storage is busy; try again in {RETRY_AFTER_SECONDS} s"),
+            RETRY_AFTER_SECONDS,
+        )
     }
 }
 
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
         ApiError::BadRequest(format!("malformed path: {}", e.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn answer(error: ApiError) -> (StatusCode, Option<String>, serde_json::Value) {
+        let response = error.into_response();
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(axum::http::header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, retry_after, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_transient_store_failure_is_503_with_retry_after() {
+        let busy = StoreError::transient("DynamoDB GetItem on table t failed", "throttled");
+        let (status, retry_after, body) = answer(busy.into()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry_after.as_deref(), Some("2"));
+        assert_eq!(
+            body,
+            serde_json::json!({"errors": ["the registry's storage is busy; try again in 2 s"]})
+        );
+        // Wrapped by the read side, still transient.
+        let wrapped = RegistryError::Store(StoreError::with_source(
+            "cannot read the versions",
+            StoreError::transient("S3 GetObject failed", "timeout"),
+        ));
+        let (status, _, _) = answer(wrapped.into()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[tokio::test]
+    async fn a_lasting_store_failure_is_still_500_without_its_details() {
+        let broken = StoreError::with_source("DynamoDB GetItem failed", "AccessDenied: secret");
+        let (status, retry_after, body) = answer(broken.into()).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(retry_after, None);
+        assert!(!body.to_string().contains("secret"), "{body}");
     }
 }

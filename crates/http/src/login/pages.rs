@@ -52,11 +52,11 @@ pub fn provider_failed(message: &str) -> Response {
 
 pub fn store_failed(error: &StoreError) -> Response {
     tracing::error!(error = %ErrorChain(error), "could not keep a sign-in");
-    page(
+    crate::error::retry_after(page(
         StatusCode::SERVICE_UNAVAILABLE,
         "Try again",
         "The registry could not record this sign-in; try again in a moment. Its logs say why.",
-    )
+    ))
 }
 
 /// The page a web sign-in ends on: it moves on to `next` (a path of this site) at once,

@@ -57,7 +57,7 @@ pub struct TokenAnswer {
 
 /// An OAuth error (RFC 6749 §5.2), which also carries the registry's `errors` list.
 pub(crate) fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
-    (
+    let response = (
         status,
         [(axum::http::header::CACHE_CONTROL, "no-store")],
         Json(serde_json::json!({
@@ -66,7 +66,12 @@ pub(crate) fn oauth_error(status: StatusCode, error: &str, description: &str) ->
             "errors": [description],
         })),
     )
-        .into_response()
+        .into_response();
+    // A store that could not answer now may a moment later: say when to try again.
+    match status {
+        StatusCode::SERVICE_UNAVAILABLE => crate::error::retry_after(response),
+        _ => response,
+    }
 }
 
 fn token_answer(new: &tokens::NewToken, exchange: bool) -> Response {

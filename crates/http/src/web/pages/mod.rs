@@ -18,9 +18,23 @@ use tfreg_core::{Registry, StoreError};
 use super::{html, layout, Viewer};
 use crate::extract::RequestOrigin;
 
-/// The page for a store that failed: 500, the details logged, not shown.
+/// The page for a store that failed, the details logged, not shown: 503 with `Retry-After`
+/// when the store was busy or out of reach (as the API answers), else 500.
 pub fn store_failure(error: StoreError) -> Response {
-    tracing::error!(error = %error, "a page could not read the registry");
+    let chain = tfreg_core::store::ErrorChain(&error);
+    if error.is_transient() {
+        tracing::warn!(error = %chain, "the storage is busy: a page answered 503");
+        let seconds = crate::error::RETRY_AFTER_SECONDS;
+        let body = html! {
+            h1 { "The registry is busy" }
+            p { "The registry could not be read just now. Try again in " (seconds) " seconds." }
+        };
+        return crate::error::retry_after(html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            layout::page("Busy", None, body),
+        ));
+    }
+    tracing::error!(error = %chain, "a page could not read the registry");
     let body = html! {
         h1 { "Something went wrong" }
         p { "The registry could not be read. Try again in a moment; if it persists, the server's log says why." }
