@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::faults::{CrashPoint, FaultKind, FaultPlan};
 use crate::stack::{s3_event_key, Stack, StackOptions, Uploaded};
 
 mod check;
@@ -20,6 +21,10 @@ pub use workload::Workload;
 
 /// How long the registry may take to converge once the faults stop.
 const CONVERGENCE: Duration = Duration::from_secs(120);
+/// One attempt of a function's AWS call (`TFREG_AWS_ATTEMPT_TIMEOUT_MS`), and how long a
+/// delayed or lost answer is held: past it.
+const ATTEMPT_MS: u64 = 1500;
+const HOLD: Duration = Duration::from_millis(ATTEMPT_MS + 500);
 
 /// A small deterministic generator (splitmix64): the same seed, the same soak.
 pub struct Rng(u64);
@@ -197,14 +202,38 @@ impl fmt::Display for SoakReport {
 }
 
 /// The stack a soak runs on: several indexers, short SDK attempts (so a delayed call costs
-/// little), the fault proxy in front of the emulator.
+/// little), the fault proxy in front of the emulator (injecting nothing yet).
 pub fn stack_options(config: &SoakConfig) -> StackOptions {
     StackOptions {
         indexer_instances: config.indexer_instances,
-        count_calls: true,
-        function_env: vec![("TFREG_AWS_ATTEMPT_TIMEOUT_MS".into(), "1500".into())],
+        faults: Some(FaultPlan::new(config.seed)),
+        function_env: vec![(
+            "TFREG_AWS_ATTEMPT_TIMEOUT_MS".into(),
+            ATTEMPT_MS.to_string(),
+        )],
         ..StackOptions::default()
     }
+}
+
+/// The burst's faults: `rate` of every function's calls, every kind alike.
+fn burst_faults(config: &SoakConfig) -> Option<FaultPlan> {
+    (config.fault_rate > 0.0)
+        .then(|| FaultPlan::uniform(config.seed, config.fault_rate).holding(HOLD))
+}
+
+/// Where the indexer is killed during each third of the burst: at a write to the table, at
+/// a read of the bucket, at a read of the table (twice each, some calls apart).
+fn crash_points() -> [CrashPoint; 3] {
+    [
+        CrashPoint::new(
+            "dynamodb",
+            "PutItem|TransactWriteItems|UpdateItem|DeleteItem",
+            60,
+        )
+        .times(2),
+        CrashPoint::new("s3", "GET|HEAD", 40).times(2),
+        CrashPoint::new("dynamodb", "GetItem|Query", 80).times(2),
+    ]
 }
 
 /// The record of an S3 event for a deleted key (a delete marker), after every upload's.
@@ -277,7 +306,12 @@ pub fn run(config: &SoakConfig) -> SoakReport {
         report.records = records.len();
         let third = records.len().div_ceil(3);
         let sizes = [config.per_event, (config.per_event / 2).max(1), 2];
-        for (chunk, per_event) in records.chunks(third).zip(sizes) {
+        let crashes = crash_points();
+        stack.set_faults(burst_faults(config));
+        for ((chunk, per_event), crash) in records.chunks(third).zip(sizes).zip(crashes) {
+            if config.fault_rate > 0.0 {
+                stack.crash_indexer_at(crash);
+            }
             let delivery = stack.index_in_bulk(chunk, per_event);
             report.invocations += delivery.invocations;
             report.failed += delivery.failed.len();
@@ -285,6 +319,8 @@ pub fn run(config: &SoakConfig) -> SoakReport {
         }
 
         // Faults off: redrive what was dead-lettered, load still running.
+        stack.set_faults(None);
+        stack.no_crash();
         faults_off = Instant::now();
         report.dead_lettered = dead.len();
         redrive(&stack, &dead);
@@ -315,10 +351,16 @@ pub fn run(config: &SoakConfig) -> SoakReport {
     report.pins = stored.pins;
     report.unconverged.extend(stored.differences);
     report.lost = stored.lost;
-    report.calls = stack.calls().len() as u64;
+    let stats = stack.fault_stats();
+    report.calls = stats.calls;
+    report.faults = FaultKind::ALL
+        .iter()
+        .map(|kind| (format!("{kind:?}"), stats.of(*kind)))
+        .chain([("crashes".to_owned(), stats.crashes)])
+        .collect();
     report.took = started.elapsed();
     if !report.passed() {
-        eprintln!("{}", stack.logs());
+        eprintln!("{}\n{}", stack.logs(), stack.fault_log());
     }
     report
 }
