@@ -27,6 +27,22 @@ impl Aws {
         }
     }
 
+    /// A Lambda function's: Amazon Trust Services' roots, and `budget`'s retries and
+    /// timeouts on every client.
+    pub async fn for_function(budget: crate::config::Budget) -> Aws {
+        let trust = crate::config::Trust::AmazonTrustServices;
+        Aws {
+            sdk: crate::config::config_loader_within(trust, budget)
+                .load()
+                .await,
+        }
+    }
+
+    /// The SDK configuration every client is made from.
+    pub fn sdk_config(&self) -> &SdkConfig {
+        &self.sdk
+    }
+
     /// The metadata store on `table`, with documents too large for an item in `bucket`;
     /// `indexing`: reads are consistent, as the indexer needs (concurrent invocations must
     /// see each other's records).

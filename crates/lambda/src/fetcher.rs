@@ -33,7 +33,7 @@ impl From<FetchFailure> for Diagnostic {
 pub async fn run_fetcher() -> Result<(), Error> {
     init_tracing();
     let config = configure::<FetcherSettings>().await?;
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = crate::connect_aws(crate::Function::Fetcher).await?;
     // Reading records and packages back: S3's answers, never a presigned URL.
     let files = Arc::new(aws.artifacts(&config.bucket, std::time::Duration::from_secs(60)));
     let cache = crate::upstream::cache(&config.upstream, &aws, &config.bucket, files)?;

@@ -37,7 +37,8 @@ impl From<IndexFailure> for Diagnostic {
 pub async fn run_indexer() -> Result<(), Error> {
     init_tracing();
     let config = configure::<IndexerSettings>().await?;
-    let stores = Stores::connect_for_indexing(&config).await;
+    let aws = crate::connect_aws(crate::Function::Indexer).await?;
+    let stores = Stores::connect_for_indexing(&aws, &config);
     let (metadata, artifacts) = (stores.metadata, stores.artifacts);
     let bucket = config.bucket.clone();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| {

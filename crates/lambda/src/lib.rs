@@ -56,17 +56,16 @@ impl Stores {
         urls: &UrlSettings,
         cache: CacheSettings,
     ) -> Stores {
-        let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+        let aws = tfreg_aws::Aws::for_function(tfreg_aws::config::Budget::REQUESTS).await;
         Stores::connect_with(&aws, table, bucket, urls, cache, false)
     }
 
-    /// The stores of the indexer: its queries read consistently, so concurrent invocations
-    /// see each other's records.
-    pub async fn connect_for_indexing(settings: &IndexerSettings) -> Stores {
+    /// The stores of the indexer over `aws`'s clients: its queries read consistently, so
+    /// concurrent invocations see each other's records.
+    pub fn connect_for_indexing(aws: &tfreg_aws::Aws, settings: &IndexerSettings) -> Stores {
         let (table, bucket) = (&settings.table, &settings.bucket);
         let urls = UrlSettings::default();
-        let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
-        Stores::connect_with(&aws, table, bucket, &urls, CacheSettings::DEFAULT, true)
+        Stores::connect_with(aws, table, bucket, &urls, CacheSettings::DEFAULT, true)
     }
 
     /// The stores of a function that answers requests, over `aws`'s clients.
@@ -147,6 +146,54 @@ pub(crate) async fn configure<S: FunctionSettings>() -> Result<S, Error> {
     }
 }
 
+/// How long `function` lets a request run before it answers 503 with `Retry-After` itself:
+/// a second under its Lambda timeout (template.yaml), so a request whose calls each stayed
+/// within their budget but add up past it still gets an answer Terraform retries, never
+/// API Gateway's bare 5xx for a function that timed out.
+pub fn request_deadline(function: Function) -> std::time::Duration {
+    match function {
+        // Its upstream metadata calls are bounded at 25 s, within its 29 s.
+        Function::Mirror => std::time::Duration::from_secs(28),
+        _ => std::time::Duration::from_secs(9),
+    }
+}
+
+/// `routes`, each request answered 503 (`Retry-After`, the JSON errors body) once it runs
+/// past `deadline`.
+pub fn within_deadline(routes: axum::Router, deadline: std::time::Duration) -> axum::Router {
+    routes.layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| async move {
+            match tokio::time::timeout(deadline, next.run(request)).await {
+                Ok(response) => response,
+                Err(_) => {
+                    tracing::warn!(
+                        deadline_ms = deadline.as_millis() as u64,
+                        "a request ran past its deadline: answering 503"
+                    );
+                    axum::response::IntoResponse::into_response(tfreg_http::ApiError::busy())
+                }
+            }
+        },
+    ))
+}
+
+/// `function`'s AWS clients: Amazon Trust Services' roots, and the retries and timeouts of
+/// its kind ([`settings::sdk`]), as `TFREG_AWS_ATTEMPT_TIMEOUT_MS` and
+/// `TFREG_AWS_MAX_ATTEMPTS` override them; a bad setting is reported like any other.
+pub(crate) async fn connect_aws(function: Function) -> Result<tfreg_aws::Aws, Error> {
+    match settings::sdk::budget(function, &|name| std::env::var(name).ok()) {
+        Ok(budget) => {
+            tracing::debug!(function = function.name(), ?budget, "AWS clients' budget");
+            Ok(tfreg_aws::Aws::for_function(budget).await)
+        }
+        Err(e) => {
+            tracing::error!(variable = e.variable, problem = e.problem, "cannot start");
+            report_init_error(&e.to_string()).await;
+            Err(e.into())
+        }
+    }
+}
+
 /// Posts an init error to the Lambda Runtime API, as the console shows it.
 async fn report_init_error(message: &str) {
     use lambda_runtime_api_client::{body::Body, build_request, Client};
@@ -197,7 +244,7 @@ pub fn discovery(settings: &DiscoverySettings) -> Discovery {
 pub async fn run_login() -> Result<(), Error> {
     init_tracing();
     let config = configure::<LoginSettings>().await?;
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = connect_aws(Function::Login).await?;
     let state = match login_state(&config, &aws).await {
         Ok(state) => state,
         Err(e) => {
@@ -211,6 +258,7 @@ pub async fn run_login() -> Result<(), Error> {
         }
     };
     let routes = tfreg_http::login::routes(state);
+    let routes = within_deadline(routes, request_deadline(Function::Login));
     lambda_http::run(tfreg_http::family(Family::Login, routes)).await
 }
 
@@ -264,7 +312,7 @@ pub async fn run_api(
         .family
         .ok_or("run_api serves an HTTP family")?;
     let config = configure::<ApiSettings>().await?;
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = connect_aws(function).await?;
     let (table, bucket) = (&config.table, &config.bucket);
     let stores = Stores::connect_with(&aws, table, bucket, &config.downloads, config.cache, false);
     // Each download is one line on stdout, never a write on the request path; the counts
@@ -273,7 +321,8 @@ pub async fn run_api(
         Arc::new(download_log::LogSink),
         Arc::new(aws.usage(&config.table)),
     );
-    lambda_http::run(tfreg_http::family(family, routes(state))).await
+    let routes = within_deadline(routes(state), request_deadline(function));
+    lambda_http::run(tfreg_http::family(family, routes)).await
 }
 
 /// The web pages' function: the catalogue and the pages over DynamoDB, with sessions
@@ -282,7 +331,7 @@ pub async fn run_web() -> Result<(), Error> {
     init_tracing();
     let config = configure::<WebFunctionSettings>().await?;
     let urls = UrlSettings::default();
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = connect_aws(Function::Web).await?;
     let stores = Stores::connect_with(
         &aws,
         &config.table,
@@ -295,6 +344,7 @@ pub async fn run_web() -> Result<(), Error> {
     // The pages show the counts the usage function keeps (one query of a subject's items).
     state.usage = Arc::new(aws.usage(&config.table));
     let routes = tfreg_http::web::routes(state);
+    let routes = within_deadline(routes, request_deadline(Function::Web));
     lambda_http::run(tfreg_http::family(Family::Web, routes)).await
 }
 
@@ -324,9 +374,10 @@ pub async fn run_downloads() -> Result<(), Error> {
     init_tracing();
     let config = configure::<DownloadsSettings>().await?;
     let signer = config.signer;
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = connect_aws(Function::Downloads).await?;
     let bucket = Arc::new(aws.artifacts(&config.bucket, config.url_ttl));
     let routes = tfreg_http::routes::artifacts::routes(Downloads::presigned(bucket, Some(signer)));
+    let routes = within_deadline(routes, request_deadline(Function::Downloads));
     lambda_http::run(tfreg_http::family(Family::Downloads, routes)).await
 }
 

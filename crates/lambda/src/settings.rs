@@ -18,6 +18,7 @@ use tfreg_http::web::WebOptions;
 
 use crate::config::{required, ConfigError, FunctionSettings};
 
+pub mod sdk;
 mod upstream;
 pub use upstream::{FetcherFlags, FetcherSettings, LambdaUpstream, MirrorFlags, MirrorSettings};
 

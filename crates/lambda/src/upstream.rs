@@ -41,7 +41,7 @@ pub async fn run_mirror() -> Result<(), Error> {
     init_tracing();
     let config = configure::<MirrorSettings>().await?;
     let api = &config.api;
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = crate::connect_aws(crate::Function::Mirror).await?;
     let stores = Stores::connect_with(
         &aws,
         &api.table,
@@ -66,5 +66,6 @@ pub async fn run_mirror() -> Result<(), Error> {
         });
     }
     let routes = tfreg_http::routes::mirror::routes(state);
+    let routes = crate::within_deadline(routes, crate::request_deadline(crate::Function::Mirror));
     lambda_http::run(tfreg_http::family(Family::Mirror, routes)).await
 }

@@ -60,7 +60,7 @@ pub struct BatchSummary {
 pub async fn run_usage() -> Result<(), Error> {
     init_tracing();
     let config = configure::<UsageSettings>().await?;
-    let aws = tfreg_aws::Aws::trusting(tfreg_aws::config::Trust::AmazonTrustServices).await;
+    let aws = crate::connect_aws(crate::Function::Usage).await?;
     let usage = aws.usage(&config.table);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<LogsEvent>| {
         let usage = usage.clone();
