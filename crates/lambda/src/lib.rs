@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+mod deadline;
 pub mod download_log;
 pub mod fetcher;
 pub mod function;
@@ -25,6 +26,7 @@ use tfreg_core::{ArtifactStore, Downloads, MetadataStore, Registry};
 use tfreg_http::{ApiState, AppState, Family};
 
 pub use config::{ConfigError, FunctionSettings};
+pub use deadline::{request_deadline, within_deadline};
 pub use function::Function;
 pub use indexer::{handle_s3_event, run_indexer, IndexFailure};
 use settings::{
@@ -144,37 +146,6 @@ pub(crate) async fn configure<S: FunctionSettings>() -> Result<S, Error> {
             Err(e.into())
         }
     }
-}
-
-/// How long `function` lets a request run before it answers 503 with `Retry-After` itself:
-/// a second under its Lambda timeout (template.yaml), so a request whose calls each stayed
-/// within their budget but add up past it still gets an answer Terraform retries, never
-/// API Gateway's bare 5xx for a function that timed out.
-pub fn request_deadline(function: Function) -> std::time::Duration {
-    match function {
-        // Its upstream metadata calls are bounded at 25 s, within its 29 s.
-        Function::Mirror => std::time::Duration::from_secs(28),
-        _ => std::time::Duration::from_secs(9),
-    }
-}
-
-/// `routes`, each request answered 503 (`Retry-After`, the JSON errors body) once it runs
-/// past `deadline`.
-pub fn within_deadline(routes: axum::Router, deadline: std::time::Duration) -> axum::Router {
-    routes.layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| async move {
-            match tokio::time::timeout(deadline, next.run(request)).await {
-                Ok(response) => response,
-                Err(_) => {
-                    tracing::warn!(
-                        deadline_ms = deadline.as_millis() as u64,
-                        "a request ran past its deadline: answering 503"
-                    );
-                    axum::response::IntoResponse::into_response(tfreg_http::ApiError::busy())
-                }
-            }
-        },
-    ))
 }
 
 /// `function`'s AWS clients: Amazon Trust Services' roots, and the retries and timeouts of
