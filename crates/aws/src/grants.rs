@@ -1,6 +1,11 @@
 //! One-time sign-in records on the table: partition `grants#code` (authorization codes), sort
-//! key the record's id. Taking one is a single `DeleteItem` returning the old item, so of
-//! concurrent takes exactly one gets it; the table's time to live removes what nobody took.
+//! key the record's id. Taking one is a single conditional `UpdateItem` that marks the item
+//! with the taker's own random mark unless another mark is there, so of concurrent takes
+//! exactly one gets it; the table's time to live removes every item, taken or not.
+//!
+//! Marked, not deleted: when a take lands but its answer is lost, the SDK sends the same
+//! request again, which finds its own mark and gets the record, where a second `DeleteItem`
+//! would find nothing and refuse a sign-in that was fine.
 
 use std::collections::HashMap;
 
@@ -10,7 +15,10 @@ use aws_sdk_dynamodb::Client;
 use tfreg_core::identity::grants::{GrantKind, GrantStore, Taken};
 use tfreg_core::StoreError;
 
-use crate::dynamo::failed;
+use crate::dynamo::{conditional_check_failed, failed};
+
+/// The attribute holding the mark of whoever took the record.
+const TAKEN_BY: &str = "taken_by";
 
 /// The grant store on the registry's table.
 #[derive(Clone, Debug)]
@@ -62,15 +70,28 @@ impl GrantStore for DynamoGrantStore {
     }
 
     async fn take(&self, kind: GrantKind, id: &str) -> Result<Option<Taken>, StoreError> {
-        let out = self
+        let mark = tfreg_core::store::Document::new_revision();
+        let taken = self
             .client
-            .delete_item()
+            .update_item()
             .table_name(&self.table)
             .set_key(Some(key(kind, id)))
-            .return_values(ReturnValue::AllOld)
+            .update_expression("SET #taken = :mark")
+            .condition_expression(
+                "attribute_exists(#pk) AND (attribute_not_exists(#taken) OR #taken = :mark)",
+            )
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#taken", TAKEN_BY)
+            .expression_attribute_values(":mark", AttributeValue::S(mark))
+            .return_values(ReturnValue::AllNew)
             .send()
-            .await
-            .map_err(|e| failed("DeleteItem", &self.table, e))?;
+            .await;
+        let out = match taken {
+            Ok(out) => out,
+            // Never there, purged, or taken by someone else.
+            Err(e) if conditional_check_failed(&e) => return Ok(None),
+            Err(e) => return Err(failed("UpdateItem", &self.table, e)),
+        };
         let Some(item) = out.attributes else {
             return Ok(None);
         };
