@@ -7,7 +7,7 @@ use tfreg_e2e::soak::{run, SoakConfig};
 
 #[test]
 fn a_burst_under_faults_converges_and_loses_nothing() {
-    // Given the stack, and a burst of 520 files (module versions, signed releases, a new
+    // Given the stack, and a burst of 500 files (module versions, signed releases, a new
     // key, deletes and the old key removed) indexed while faults hit 10% of the calls,
     let config = SoakConfig::default();
     assert!(config.files >= 500);

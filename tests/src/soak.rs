@@ -23,8 +23,8 @@ pub use workload::Workload;
 const CONVERGENCE: Duration = Duration::from_secs(120);
 /// One attempt of a function's AWS call (`TFREG_AWS_ATTEMPT_TIMEOUT_MS`), and how long a
 /// delayed or lost answer is held: past it.
-const ATTEMPT_MS: u64 = 1500;
-const HOLD: Duration = Duration::from_millis(ATTEMPT_MS + 500);
+const ATTEMPT_MS: u64 = 500;
+const HOLD: Duration = Duration::from_millis(ATTEMPT_MS + 200);
 
 /// A small deterministic generator (splitmix64): the same seed, the same soak.
 pub struct Rng(u64);
@@ -66,7 +66,7 @@ pub struct SoakConfig {
     pub files: usize,
     /// Indexer instances side by side.
     pub indexer_instances: usize,
-    /// The most records in one event (events take this many, half, or one).
+    /// The most records in one event (events take this many, a half or a fifth).
     pub per_event: usize,
     /// The share of the functions' calls that fail during the burst.
     pub fault_rate: f64,
@@ -81,12 +81,12 @@ impl Default for SoakConfig {
     fn default() -> Self {
         Self {
             seed: 31,
-            files: 520,
+            files: 500,
             indexer_instances: 3,
-            per_event: 10,
+            per_event: 25,
             fault_rate: 0.10,
             api_threads: 2,
-            check_share: 4,
+            check_share: 10,
         }
     }
 }
@@ -305,7 +305,11 @@ pub fn run(config: &SoakConfig) -> SoakReport {
         rng.shuffle(&mut records);
         report.records = records.len();
         let third = records.len().div_ceil(3);
-        let sizes = [config.per_event, (config.per_event / 2).max(1), 2];
+        let sizes = [
+            config.per_event,
+            (config.per_event / 2).max(1),
+            (config.per_event / 5).max(1),
+        ];
         let crashes = crash_points();
         stack.set_faults(burst_faults(config));
         for ((chunk, per_event), crash) in records.chunks(third).zip(sizes).zip(crashes) {

@@ -16,7 +16,7 @@ use super::Rng;
 use crate::sha256_hex;
 
 /// The pause between one thread's requests.
-const PACE: Duration = Duration::from_millis(30);
+const PACE: Duration = Duration::from_millis(150);
 
 /// Where the load goes.
 #[derive(Clone)]
