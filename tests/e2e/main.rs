@@ -6,6 +6,7 @@ mod aws;
 mod backup;
 mod docs_links;
 mod escaping;
+mod faults;
 mod first_run;
 mod hostile;
 mod image;
