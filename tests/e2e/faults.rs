@@ -212,11 +212,11 @@ fn delayed_and_lost_writes_of_the_indexer_converge_with_nothing_doubled() {
         rule.function("indexer")
     };
     let plan = FaultPlan::new(11)
-        .holding(Duration::from_millis(1_800))
-        .rule(writes(FaultKind::LostAnswer, "dynamodb", TABLE_WRITES, 0.3))
-        .rule(writes(FaultKind::Delay, "dynamodb", TABLE_WRITES, 0.2))
-        .rule(writes(FaultKind::LostAnswer, "s3", "PUT|POST|DELETE", 0.3))
-        .rule(writes(FaultKind::Delay, "s3", "PUT|POST|DELETE", 0.2));
+        .holding(Duration::from_millis(1_600))
+        .rule(writes(FaultKind::LostAnswer, "dynamodb", TABLE_WRITES, 0.2))
+        .rule(writes(FaultKind::Delay, "dynamodb", TABLE_WRITES, 0.1))
+        .rule(writes(FaultKind::LostAnswer, "s3", "PUT|POST|DELETE", 0.2))
+        .rule(writes(FaultKind::Delay, "s3", "PUT|POST|DELETE", 0.1));
     stack.set_faults(Some(plan));
 
     // when three versions are published and one of them deleted again,
@@ -231,8 +231,9 @@ fn delayed_and_lost_writes_of_the_indexer_converge_with_nothing_doubled() {
     assert!(stats.of(FaultKind::LostAnswer) > 0, "{stats:?}");
     assert!(stats.of(FaultKind::Delay) > 0, "{stats:?}");
     for delivery in [&published, &deleted] {
+        // (a write the SDK sends again after its answer was lost must not fail the event)
         assert!(
-            delivery.dead_lettered.is_empty(),
+            delivery.failed.is_empty() && delivery.dead_lettered.is_empty(),
             "{delivery:#?}\n{}\n{}",
             stack.fault_log(),
             stack.logs()
