@@ -82,7 +82,7 @@ impl Default for SoakConfig {
         Self {
             seed: 31,
             files: 500,
-            indexer_instances: 3,
+            indexer_instances: 8,
             per_event: 25,
             fault_rate: 0.10,
             api_threads: 2,
