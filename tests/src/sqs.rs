@@ -20,13 +20,7 @@ impl Queues {
             .enable_all()
             .build()
             .unwrap();
-        let endpoint = stack
-            .env
-            .iter()
-            .find(|(name, _)| *name == "AWS_ENDPOINT_URL")
-            .map(|(_, value)| value.clone())
-            .expect("the stack's environment names its endpoint");
-        let config = runtime.block_on(sdk_config(&endpoint, &stack.cert));
+        let config = stack.sdk_config();
         Queues {
             client: tfreg_aws::config::sqs_client(&config),
             runtime,
@@ -118,32 +112,6 @@ impl Queues {
         let purge = self.client.purge_queue().queue_url(queue);
         self.runtime.block_on(purge.send()).unwrap();
     }
-}
-
-/// The SDK configuration for the emulator at `endpoint`, trusting `cert`.
-async fn sdk_config(endpoint: &str, cert: &std::path::Path) -> aws_config::SdkConfig {
-    use aws_smithy_http_client::tls;
-    let trust = tls::TrustStore::empty().with_pem_certificate(std::fs::read(cert).unwrap());
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .tls_context(
-            tls::TlsContext::builder()
-                .with_trust_store(trust)
-                .build()
-                .unwrap(),
-        )
-        .build_https();
-    tfreg_aws::config_loader()
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_s3::config::Credentials::new(
-            "testing", "testing", None, None, "sqs",
-        ))
-        .http_client(http)
-        .load()
-        .await
 }
 
 /// One S3 event of every record of `events` (each an S3 event's JSON, from

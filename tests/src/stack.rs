@@ -413,6 +413,12 @@ impl Stack {
         )
     }
 
+    /// The SDK configuration for the stack's emulator, trusting its certificate (its calls
+    /// go to moto directly, never through the proxy).
+    pub fn sdk_config(&self) -> aws_config::SdkConfig {
+        self.runtime.block_on(sdk_config(&self._moto, &self.cert))
+    }
+
     /// Runs a future on the stack's runtime.
     pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)

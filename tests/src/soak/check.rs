@@ -3,7 +3,6 @@
 //! reindex` makes from the same bucket into a fresh table, and no pin lost its bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use serde_json::Value;
 use tfreg_aws::DynamoMetadataStore;
@@ -117,31 +116,6 @@ pub fn api_state(
     problems
 }
 
-/// The SDK configuration for the stack's emulator, trusting its certificate.
-async fn sdk_config(endpoint: &str, cert: &Path) -> aws_config::SdkConfig {
-    use aws_smithy_http_client::tls;
-    let trust = tls::TrustStore::empty().with_pem_certificate(std::fs::read(cert).unwrap());
-    let context = tls::TlsContext::builder()
-        .with_trust_store(trust)
-        .build()
-        .unwrap();
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .tls_context(context)
-        .build_https();
-    tfreg_aws::config_loader()
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_s3::config::Credentials::new(
-            "testing", "testing", None, None, "soak",
-        ))
-        .http_client(http)
-        .load()
-        .await
-}
-
 /// What the table and the bucket hold against a fresh reindex.
 #[derive(Debug, Default)]
 pub struct Stored {
@@ -157,13 +131,7 @@ pub struct Stored {
 
 /// Reindexes the stack's bucket into a fresh table (`round` names it) and compares.
 pub fn stored_state(stack: &Stack, round: usize) -> Stored {
-    let endpoint = stack
-        .env
-        .iter()
-        .find(|(name, _)| *name == "AWS_ENDPOINT_URL")
-        .map(|(_, value)| value.clone())
-        .expect("the stack's environment names its endpoint");
-    let config = stack.block_on(sdk_config(&endpoint, &stack.cert));
+    let config = stack.sdk_config();
     let dynamo = tfreg_aws::dynamodb_client(&config);
     let s3 = tfreg_aws::s3_client(&config);
     let fresh = format!("{}-soak-reindex-{round}", stack.table);
