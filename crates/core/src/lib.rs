@@ -31,6 +31,7 @@ pub mod module_archive;
 pub mod module_docs;
 pub mod names;
 pub mod origin;
+pub mod policy;
 pub mod protocol;
 pub mod provider_docs;
 pub mod providers;
