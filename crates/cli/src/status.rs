@@ -145,6 +145,9 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
         };
         writeln!(out, "  {}: {versions}", t(&module.address))?;
         for version in &module.versions {
+            if let Some(key_id) = &version.signed_by {
+                writeln!(out, "    {}: signed by {}", t(&version.version), t(key_id))?;
+            }
             for warning in &version.warnings {
                 writeln!(out, "    warning: {}", t(warning))?;
             }

@@ -167,9 +167,40 @@ pub enum Artifact {
         /// Deprecation or yank record.
         kind: NoticeKind,
     },
+    /// `modules/<namespace>/<name>/<system>/<version>.attachments/<file>` and
+    /// `providers/<namespace>/<type>/<version>/attachments/<file>`: an SBOM or provenance
+    /// statement of a version, or a statement's detached signature ([`crate::attachments`]).
+    /// Not a version's bytes: it may be replaced or deleted. An addition to the layout: keys
+    /// one folder deeper than a version's files were refused before.
+    Attachment {
+        /// The module or provider the version is of.
+        target: NoticeTarget,
+        /// The version, from the folder name.
+        version: Version,
+        /// What the file name says it is.
+        file: crate::attachments::AttachmentFile,
+    },
     /// `keys/<namespace>/<any-name>.asc`: a public key trusted to sign the namespace's releases
     SigningKey {
         /// The provider namespace whose releases the key may sign.
+        namespace: Namespace,
+    },
+    /// `modules/<namespace>/<name>/<system>/<version>.<tar.gz|tgz|zip>.sig`: a detached binary
+    /// OpenPGP signature of the archive beside it ([`crate::policy`], docs/module-signing.md).
+    /// An addition to the layout: such keys were refused before.
+    ModuleSignature {
+        /// The module signed.
+        address: ModuleAddress,
+        /// The version signed, from the file name.
+        version: Version,
+        /// The packaging of the archive signed (the key without `.sig`).
+        format: ArchiveFormat,
+    },
+    /// `keys/<namespace>/policy.json`: what the namespace requires of its publications
+    /// ([`crate::policy::NamespacePolicy`]). An addition to the layout: the name was refused
+    /// before (only `*.asc` keys were read there, and still are).
+    NamespacePolicy {
+        /// The namespace the policy governs.
         namespace: Namespace,
     },
     /// `mirror/<hostname>/<namespace>/<type>/terraform-provider-<type>_<version>_<os>_<arch>.zip`
@@ -207,6 +238,12 @@ impl Artifact {
                 ..
             } => "text/plain",
             Artifact::SigningKey { .. } => "application/pgp-keys",
+            Artifact::ModuleSignature { .. } => "application/pgp-signature",
+            Artifact::NamespacePolicy { .. } => "application/json",
+            Artifact::Attachment { file, .. } => match file {
+                crate::attachments::AttachmentFile::Document(kind) => kind.media_type(),
+                crate::attachments::AttachmentFile::Signature => "application/pgp-signature",
+            },
         }
     }
 }
@@ -232,6 +269,9 @@ pub enum KeyError {
         /// The file name as published.
         file: String,
     },
+    /// An attachment's file name that says no known kind ([`crate::attachments`]).
+    #[error("{0}")]
+    Attachment(String),
     /// A provider file name whose type or version differs from its folder's.
     #[error("file name {file:?} does not match its folder: expected {expected}")]
     Mismatch {
@@ -255,7 +295,10 @@ pub enum Classified {
 }
 
 const MODULE_SHAPE: &str =
-    "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip, or .json for its metadata, _deprecation.json or _yank.json for its notices)";
+    "modules/<namespace>/<name>/<system>/<version>.tar.gz (or .tgz, .zip, .tar.gz.sig for its signature, or .json for its metadata, _deprecation.json or _yank.json for its notices)";
+
+/// The suffix of a module archive's detached signature, after the archive's own.
+pub const MODULE_SIGNATURE_SUFFIX: &str = ".sig";
 
 /// The suffix of a module version's metadata sidecar.
 pub const MODULE_METADATA_SUFFIX: &str = ".json";
@@ -263,7 +306,7 @@ const PROVIDER_SHAPE: &str = "providers/<namespace>/<type>/<version>/terraform-p
 
 /// The file name of a provider release's documentation, beside its packages.
 pub const PROVIDER_DOCS_FILE: &str = "docs.zip";
-const KEY_SHAPE: &str = "keys/<namespace>/<name>.asc";
+const KEY_SHAPE: &str = "keys/<namespace>/<name>.asc (or policy.json for the namespace's policy)";
 const MIRROR_SHAPE: &str =
     "mirror/<hostname>/<namespace>/<type>/terraform-provider-<type>_<version>_<os>_<arch>.zip";
 
@@ -324,6 +367,14 @@ fn parse_platform(rest: &str, expected: &'static str) -> Result<Platform, KeyErr
 }
 
 fn parse_provider(parts: &[&str]) -> Result<Artifact, KeyError> {
+    if let [namespace, type_, version, crate::attachments::PROVIDER_FOLDER, file] = parts {
+        let provider = ProviderAddress::parse(namespace, type_)?;
+        return Ok(Artifact::Attachment {
+            target: NoticeTarget::Provider { provider },
+            version: Version::parse(version)?,
+            file: crate::attachments::parse_name(file).map_err(KeyError::Attachment)?,
+        });
+    }
     let [namespace, type_, version, file] = parts else {
         return Err(KeyError::Shape {
             expected: PROVIDER_SHAPE,
@@ -373,6 +424,11 @@ fn parse_key_file(parts: &[&str]) -> Result<Artifact, KeyError> {
             expected: KEY_SHAPE,
         });
     };
+    if *file == crate::policy::POLICY_FILE {
+        return Ok(Artifact::NamespacePolicy {
+            namespace: provider_namespace(namespace)?,
+        });
+    }
     if !file.ends_with(".asc") {
         return Err(KeyError::Shape {
             expected: KEY_SHAPE,
@@ -402,6 +458,16 @@ fn parse_mirror(parts: &[&str]) -> Result<Artifact, KeyError> {
 }
 
 fn parse_module(parts: &[&str]) -> Result<Artifact, KeyError> {
+    if let [namespace, name, system, folder, file] = parts {
+        if let Some(version) = folder.strip_suffix(crate::attachments::MODULE_FOLDER_SUFFIX) {
+            let address = ModuleAddress::parse(namespace, name, system)?;
+            return Ok(Artifact::Attachment {
+                target: NoticeTarget::Module { address },
+                version: Version::parse(version)?,
+                file: crate::attachments::parse_name(file).map_err(KeyError::Attachment)?,
+            });
+        }
+    }
     let [namespace, name, system, file] = parts else {
         return Err(KeyError::Shape {
             expected: MODULE_SHAPE,
@@ -416,6 +482,16 @@ fn parse_module(parts: &[&str]) -> Result<Artifact, KeyError> {
                 target: NoticeTarget::Module { address },
                 version,
                 kind,
+            });
+        }
+    }
+    if let Some(archive) = file.strip_suffix(MODULE_SIGNATURE_SUFFIX) {
+        if let Some((stem, format)) = ArchiveFormat::split(archive) {
+            let version = Version::parse(stem)?;
+            return Ok(Artifact::ModuleSignature {
+                address,
+                version,
+                format,
             });
         }
     }
@@ -469,6 +545,24 @@ impl fmt::Display for Artifact {
                 kind,
             } => write!(f, "{target} {version} {}", kind.noun()),
             Artifact::SigningKey { namespace } => write!(f, "signing key of namespace {namespace}"),
+            Artifact::ModuleSignature {
+                address, version, ..
+            } => write!(f, "module {address} {version} signature"),
+            Artifact::NamespacePolicy { namespace } => {
+                write!(f, "policy of namespace {namespace}")
+            }
+            Artifact::Attachment {
+                target,
+                version,
+                file,
+            } => match file {
+                crate::attachments::AttachmentFile::Document(kind) => {
+                    write!(f, "{target} {version} attachment, {}", kind.label())
+                }
+                crate::attachments::AttachmentFile::Signature => {
+                    write!(f, "{target} {version} attachment signature")
+                }
+            },
             Artifact::MirrorPackage {
                 hostname,
                 provider,
@@ -507,11 +601,17 @@ pub fn pin_slot(artifact: &Artifact) -> Option<String> {
             version,
             platform,
         } => format!("mirror/{hostname}/{provider}/{version}/{platform}"),
+        // Pinned once the version is served with it, as a release's SHA256SUMS.sig.
+        Artifact::ModuleSignature {
+            address, version, ..
+        } => format!("module-signature/{address}/{version}"),
         Artifact::ProviderReleaseFile { .. }
+        | Artifact::NamespacePolicy { .. }
         | Artifact::SigningKey { .. }
         | Artifact::ModuleMetadata { .. }
         | Artifact::ProviderDocs { .. }
-        | Artifact::Notice { .. } => return None,
+        | Artifact::Notice { .. }
+        | Artifact::Attachment { .. } => return None,
     })
 }
 
@@ -770,6 +870,51 @@ mod tests {
         assert!(invalid("modules/acme/network/aws/1.0.0_yank.txt").contains("unknown archive"));
         assert!(invalid("providers/acme/widget/1.0.0/Yank.json").contains("expected providers/"));
         assert!(invalid("providers/acme/widget/deprecation.json").contains("expected providers/"));
+    }
+
+    #[test]
+    fn module_signatures_and_policies_classify_and_keys_keep_their_meaning() {
+        match classify("modules/Acme/network/aws/1.2.0.tar.gz.sig") {
+            Classified::Artifact(
+                artifact @ Artifact::ModuleSignature {
+                    format: ArchiveFormat::TarGz,
+                    ..
+                },
+            ) => {
+                assert_eq!(artifact.to_string(), "module acme/network/aws 1.2.0 signature");
+                assert_eq!(
+                    pin_slot(&artifact).as_deref(),
+                    Some("module-signature/acme/network/aws/1.2.0")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for (key, format) in [
+            ("modules/acme/network/aws/1.2.0.tgz.sig", ArchiveFormat::Tgz),
+            ("modules/acme/network/aws/1.2.0.zip.sig", ArchiveFormat::Zip),
+        ] {
+            assert!(
+                matches!(classify(key), Classified::Artifact(Artifact::ModuleSignature { format: f, .. }) if f == format),
+                "{key}"
+            );
+        }
+        assert!(invalid("modules/acme/network/aws/1.2.0.sig").contains("unknown archive type"));
+        assert!(invalid("modules/acme/network/aws/v1.2.0.zip.sig").contains("leading 'v'"));
+        assert!(invalid("modules/acme/network/aws/1.2.0.tar.gz.asc").contains("unknown archive"));
+        assert_eq!(
+            classify("keys/Acme/policy.json"),
+            Classified::Artifact(Artifact::NamespacePolicy {
+                namespace: provider_namespace("acme").unwrap()
+            })
+        );
+        // Keys keep their meaning; other JSON there stays refused.
+        assert!(matches!(
+            classify("keys/acme/policy.json.asc"),
+            Classified::Artifact(Artifact::SigningKey { .. })
+        ));
+        assert!(invalid("keys/acme/Policy.json").contains("expected keys/"));
+        assert!(invalid("keys/acme/other.json").contains("expected keys/"));
+        assert!(invalid("keys/policy.json").contains("expected keys/"));
     }
 
     proptest! {

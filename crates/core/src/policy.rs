@@ -28,15 +28,14 @@ pub struct NamespacePolicy {
 }
 
 impl NamespacePolicy {
-    /// The strict reading applied while the namespace's policy file is refused: a broken
-    /// file that meant to require signatures must not stop requiring them, nor let anyone
-    /// publish. Unsigned modules are refused; the publisher rule is left as it would be
-    /// without a file (anyone), since refusing every upload for a typo would unpublish
-    /// nothing but block every fix that is not the policy file itself.
+    /// The strict reading applied while the namespace's policy file is refused (or two
+    /// files claim the namespace): a broken file that meant to require signatures or to
+    /// restrict publishers must not silently stop doing so. Unsigned modules are refused and
+    /// no publisher is allowed, until the file is fixed.
     pub fn strict() -> Self {
         Self {
             require_signed_modules: true,
-            allowed_publishers: None,
+            allowed_publishers: Some(Vec::new()),
         }
     }
 
@@ -197,7 +196,10 @@ mod tests {
     }
 
     #[test]
-    fn the_strict_reading_requires_signatures() {
-        assert!(NamespacePolicy::strict().require_signed_modules);
+    fn the_strict_reading_requires_signatures_and_allows_no_publisher() {
+        let strict = NamespacePolicy::strict();
+        assert!(strict.require_signed_modules);
+        assert!(!strict.allows_publisher(Some("AWS:AIDAEXAMPLE")));
+        assert!(!strict.allows_publisher(None));
     }
 }

@@ -207,6 +207,7 @@ mod tests {
                     sha256: sha256.into(),
                     revision: revision.into(),
                     warnings: vec![],
+                    signed_by: None,
                 }],
             }),
             ..Observation::default()

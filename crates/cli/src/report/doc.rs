@@ -52,6 +52,10 @@ pub struct ModuleVersionStatus {
     /// secret-shaped files in its archive.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The key ID of the namespace key whose signature of the archive verified; absent when
+    /// the version is not signed (docs/module-signing.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
 }
 
 /// A provider and the judgement on each of its versions.
@@ -136,6 +140,9 @@ impl Problem {
                 Artifact::ModuleArchive {
                     address, version, ..
                 }
+                | Artifact::ModuleSignature {
+                    address, version, ..
+                }
                 | Artifact::ModuleMetadata { address, version } => (
                     "module",
                     address.namespace.to_string(),
@@ -168,6 +175,11 @@ impl Problem {
                     target: NoticeTarget::Module { address },
                     version,
                     ..
+                }
+                | Artifact::Attachment {
+                    target: NoticeTarget::Module { address },
+                    version,
+                    ..
                 } => (
                     "module",
                     address.namespace.to_string(),
@@ -179,6 +191,11 @@ impl Problem {
                     target: NoticeTarget::Provider { provider },
                     version,
                     ..
+                }
+                | Artifact::Attachment {
+                    target: NoticeTarget::Provider { provider },
+                    version,
+                    ..
                 } => (
                     "provider",
                     provider.namespace.to_string(),
@@ -186,7 +203,7 @@ impl Problem {
                     Some(version.to_string()),
                     None,
                 ),
-                Artifact::SigningKey { namespace } => {
+                Artifact::SigningKey { namespace } | Artifact::NamespacePolicy { namespace } => {
                     ("key", namespace.to_string(), None, None, None)
                 }
                 Artifact::MirrorPackage {

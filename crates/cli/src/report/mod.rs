@@ -39,7 +39,10 @@ impl Scope {
         let mut scope = Scope::default();
         for key in keys {
             match classify(key) {
-                Classified::Artifact(Artifact::ModuleArchive { address, .. }) => {
+                Classified::Artifact(
+                    Artifact::ModuleArchive { address, .. }
+                    | Artifact::ModuleSignature { address, .. },
+                ) => {
                     scope.modules.insert(address);
                 }
                 Classified::Artifact(
@@ -54,6 +57,7 @@ impl Scope {
                     scope.mirrored.insert((hostname, provider));
                 }
                 Classified::Artifact(Artifact::Notice { target, .. }) => scope.note(&target),
+                Classified::Artifact(Artifact::Attachment { target, .. }) => scope.note(&target),
                 _ => {}
             }
         }
@@ -80,6 +84,12 @@ impl Scope {
                 Record::ModuleArchive(a) => {
                     scope.modules.insert(a.address.clone());
                 }
+                Record::ModuleSignature(s) => {
+                    scope.modules.insert(s.address.clone());
+                }
+                Record::NamespaceModuleSeen(a) => {
+                    scope.modules.insert(a.clone());
+                }
                 Record::Package(p) => match &p.mirror_hostname {
                     Some(host) => {
                         scope.mirrored.insert((host.clone(), p.provider.clone()));
@@ -101,7 +111,10 @@ impl Scope {
                     scope.providers.insert(p.clone());
                 }
                 Record::Notice(n) => scope.note(&n.target),
+                Record::Attachment(a) => scope.note(&a.target),
+                Record::Upload(u) => scope.note(&u.target),
                 Record::Key(_)
+                | Record::Policy(_)
                 | Record::Problem(_)
                 | Record::Pin(_)
                 | Record::ListedModule(_)
@@ -143,6 +156,7 @@ pub async fn module_status(
                 sha256: archive.sha256,
                 revision: archive.revision,
                 warnings,
+                signed_by: archive.signed_by.map(|by| by.key_id),
             });
         }
     }

@@ -167,6 +167,8 @@ mod tests {
             sha256: "0".repeat(64),
             published_at: 0,
             secret_shaped: None,
+            h1: None,
+            signed_by: None,
             source: Some(hostile.into()),
             description: Some(hostile.into()),
             docs: Some(Arc::new(ModuleDocs {

@@ -104,9 +104,10 @@ impl Subject {
             Artifact::ModuleArchive {
                 address, version, ..
             }
-            | Artifact::ModuleMetadata { address, version } => {
-                (Subject::Module(address.clone()), version.clone())
-            }
+            | Artifact::ModuleMetadata { address, version }
+            | Artifact::ModuleSignature {
+                address, version, ..
+            } => (Subject::Module(address.clone()), version.clone()),
             Artifact::ProviderPackage {
                 provider, version, ..
             }
@@ -124,9 +125,14 @@ impl Subject {
             ),
             Artifact::Notice {
                 target, version, ..
+            }
+            | Artifact::Attachment {
+                target, version, ..
             } => (Subject::of_target(target), version.clone()),
             // Kept in a record of its own, read by the pages that show it.
-            Artifact::SigningKey { .. } | Artifact::ProviderDocs { .. } => return None,
+            Artifact::SigningKey { .. }
+            | Artifact::ProviderDocs { .. }
+            | Artifact::NamespacePolicy { .. } => return None,
         })
     }
 
@@ -148,6 +154,12 @@ impl Subject {
                 Subject::Module(s.address.clone())
             }
             Record::Notice(n) => Subject::of_target(&n.target),
+            Record::Attachment(a) => Subject::of_target(&a.target),
+            Record::ModuleSignature(s) => Subject::Module(s.address.clone()),
+            Record::NamespaceModuleSeen(a) => Subject::Module(a.clone()),
+            Record::Policy(_) => return None,
+            // Who uploaded a file changes no answer (its judgement is a problem record).
+            Record::Upload(_) => return None,
             Record::Key(_) | Record::Problem(_) | Record::Pin(_) | Record::ProviderDocs(_) => {
                 return None
             }

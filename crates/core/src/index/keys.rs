@@ -1,5 +1,6 @@
 //! Signing keys under `keys/<namespace>/`. A key's arrival, replacement or removal changes
-//! the verdict on every release of its namespace, so all of them are verified again.
+//! the verdict on every release and module signature of its namespace, so all of them are
+//! verified again.
 
 use std::time::SystemTime;
 
@@ -34,6 +35,8 @@ impl Indexer {
         };
         self.put_or_delete(id, record).await?;
         self.reverify_namespace(namespace).await?;
+        // Module signatures too: a key's arrival may verify them, its removal refuse them.
+        self.rejudge_namespace_modules(namespace).await?;
         Ok(problem)
     }
 

@@ -17,6 +17,7 @@
 //! - `modules`: module archives, and their docs;
 //! - `module_meta`: the publisher's metadata sidecar of a module version;
 //! - `notices`: deprecation and yank records of module and provider versions;
+//! - `attachments`: SBOMs and provenance statements of module and provider versions;
 //! - `packages`: provider packages, under `providers/` and `mirror/`;
 //! - `releases`: SHA256SUMS, manifests and signature verdicts;
 //! - `provider_docs`: a provider release's documentation (`docs.zip`);
@@ -24,20 +25,25 @@
 //! - [`pins`]: immutable versions, the first bytes served pinned for good;
 //! - `listing`: the listings of modules, for the read API;
 //! - `documents`: the precomputed answers requests read;
+//! - `uploads`: who uploaded each version's file (AWS), judged against the namespace policy;
 //! - `reindex`: the whole store at once, both ways.
 
+mod attachments;
 mod documents;
 mod keys;
 mod listing;
 mod module_meta;
+mod module_signatures;
 mod modules;
 mod notices;
 mod packages;
 pub mod pins;
+mod policy;
 mod provider_docs;
 mod reindex;
 mod releases;
 mod spool;
+mod uploads;
 
 use std::sync::Arc;
 
@@ -52,6 +58,7 @@ use crate::store::{
 
 pub use documents::{DocumentStats, Scope, Subject};
 pub use reindex::{Change, ChangeKind, ReindexReport};
+pub use uploads::Upload;
 
 /// What indexing one key did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,6 +228,8 @@ impl Indexer {
             let outcome = self.index_key_once(key).await?;
             let after = self.artifacts.head(key).await?.map(|m| m.revision);
             if before == after {
+                // A version's files changed: its attachments' subjects are matched again.
+                self.judge_attachments_of(key, &artifact).await?;
                 // The answers made from these records, whatever the outcome: a refused file
                 // may have taken a version away.
                 match (Subject::of(&artifact), &artifact) {
@@ -256,6 +265,10 @@ impl Indexer {
             Classified::Artifact(artifact) => artifact,
         };
         // Different bytes under a published version are refused; the version keeps its own.
+        // A file its namespace's policy does not let its uploader publish (uploads).
+        if let Some(reason) = self.publisher_refusal(key, &artifact).await? {
+            return self.refuse_publisher(key, &artifact, reason).await;
+        }
         let refused = self.pin_refusal(key, &artifact).await?;
         let mut cleared_early = false;
         let problem = match &artifact {
@@ -263,7 +276,23 @@ impl Indexer {
                 address,
                 version,
                 format,
-            } => self.index_module(key, address, version, *format).await?,
+            } => {
+                let problem = self.index_module(key, address, version, *format).await?;
+                // Its signature and the namespace's policy may refuse it still.
+                let judged = self.judge_module_signature(address, version, key).await?;
+                problem.or(judged.archive_problem)
+            }
+            Artifact::ModuleSignature {
+                address, version, ..
+            } => {
+                let archive_key = key
+                    .strip_suffix(crate::layout::MODULE_SIGNATURE_SUFFIX)
+                    .unwrap_or(key);
+                self.judge_module_signature(address, version, archive_key)
+                    .await?
+                    .signature_problem
+            }
+            Artifact::NamespacePolicy { namespace } => self.index_policy(key, namespace).await?,
             Artifact::ModuleMetadata { address, version } => {
                 self.index_module_metadata(key, address, version).await?
             }
@@ -308,6 +337,16 @@ impl Indexer {
                 }
             }
             Artifact::SigningKey { namespace } => self.index_signing_key(key, namespace).await?,
+            Artifact::Attachment {
+                target,
+                version,
+                file,
+            } => {
+                if let crate::layout::NoticeTarget::Provider { provider } = target {
+                    self.note_provider(provider).await?;
+                }
+                self.index_attachment(key, target, version, *file).await?
+            }
             Artifact::ProviderDocs { provider, version } => {
                 self.index_provider_docs(key, provider, version).await?
             }

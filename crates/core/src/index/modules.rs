@@ -1,6 +1,7 @@
 //! Module archives: checked as `terraform init` would unpack them ([`crate::module_archive`])
 //! and their configuration parsed ([`crate::module_docs`]), then recorded with their size,
-//! revision, SHA-256, docs and the publisher's sidecar metadata. A version whose archive fails
+//! revision, SHA-256, the `h1:` of the tree they unpack to (kept in the version's pin too),
+//! docs and the publisher's sidecar metadata. A version whose archive fails
 //! the check, or whose configuration does not parse, is never offered: its record is deleted
 //! and the reason becomes its problem record. An archive holding secret-shaped files
 //! ([`crate::module_archive::secrets`]) is served all the same, with a warning in the log and
@@ -14,7 +15,7 @@ use std::fs::File;
 
 use super::spool::{self, Verdict};
 use super::Indexer;
-use crate::layout::ArchiveFormat;
+use crate::layout::{ArchiveFormat, Artifact};
 use crate::module_archive::secrets::SecretShapedFiles;
 use crate::module_archive::{ModuleArchiveError, ModuleLimits, ModuleSummary};
 use crate::module_docs::{self, DocsError, ModuleDocs};
@@ -41,9 +42,10 @@ impl Indexer {
             return Ok(None);
         };
         if let Some(Record::ModuleArchive(known)) = self.metadata.get(&id).await? {
-            // Records from before docs (or secret-shaped files) were read are read again,
-            // once.
-            let complete = known.docs.is_some() && known.secret_shaped.is_some();
+            // Records from before docs (or secret-shaped files, or the `h1:`) were read are
+            // read again, once.
+            let complete =
+                known.docs.is_some() && known.secret_shaped.is_some() && known.h1.is_some();
             if known.revision == meta.revision && complete {
                 return Ok(None); // checked and recorded already
             }
@@ -86,6 +88,22 @@ impl Indexer {
         {
             return Ok(Some("the file changed while it was being read".into()));
         }
+        // Pinned bytes hash to what they hashed to when first served: another `h1:` now
+        // (a change in how trees are hashed) is said, never served silently.
+        let artifact = Artifact::ModuleArchive {
+            address: address.clone(),
+            version: version.clone(),
+            format,
+        };
+        if let Some(pinned) = self.pinned_h1(&artifact, key, &sha256).await? {
+            if pinned != summary.h1 {
+                self.metadata.delete(&id).await?;
+                return Ok(Some(format!(
+                    "the archive's files hash to {} now, but to {pinned} when version {version} was published with these bytes: the registry will not serve a published version under another hash (reindexing with the tfreg release that published it serves it again)",
+                    summary.h1
+                )));
+            }
+        }
         // The version was published when it was first recorded.
         let published_at = match self.metadata.get(&id).await? {
             Some(Record::ModuleArchive(known)) if known.published_at > 0 => known.published_at,
@@ -125,6 +143,8 @@ impl Indexer {
                 description: publisher.description,
                 docs: Some(std::sync::Arc::new(docs)),
                 secret_shaped: Some(secret_shaped),
+                h1: Some(summary.h1),
+                signed_by: None,
             }))
             .await?;
         Ok(None)

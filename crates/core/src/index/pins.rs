@@ -60,6 +60,10 @@ fn describe(artifact: &Artifact) -> String {
             platform,
         } => format!("version {version} of mirrored provider {hostname}/{provider} for {platform}"),
         Artifact::SigningKey { namespace } => format!("a key of namespace {namespace}"),
+        Artifact::ModuleSignature {
+            address, version, ..
+        } => format!("the signature of version {version} of module {address}"),
+        Artifact::NamespacePolicy { namespace } => format!("the policy of namespace {namespace}"),
         Artifact::ProviderDocs { provider, version } => {
             format!("the documentation of version {version} of provider {provider}")
         }
@@ -68,6 +72,9 @@ fn describe(artifact: &Artifact) -> String {
             version,
             kind,
         } => format!("the {} of version {version} of {target}", kind.noun()),
+        Artifact::Attachment {
+            target, version, ..
+        } => format!("an attachment of version {version} of {target}"),
     }
 }
 
@@ -262,16 +269,19 @@ impl Indexer {
                 let Some(id) = record_id(artifact, key) else {
                     return Ok((None, Served::No));
                 };
-                let (revision, sha256, size) = match self.metadata.get(&id).await? {
-                    Some(Record::ModuleArchive(a)) => (a.revision, a.sha256, a.size),
+                let (revision, sha256, size, h1) = match self.metadata.get(&id).await? {
+                    Some(Record::ModuleArchive(a)) => (a.revision, a.sha256, a.size, a.h1),
                     Some(Record::Package(p)) if p.hashes.h1.is_some() => {
-                        (p.revision, p.hashes.sha256, p.size)
+                        (p.revision, p.hashes.sha256, p.size, None)
                     }
                     _ => return Ok((None, Served::No)),
                 };
                 let refused = self
                     .pin(artifact, key, &revision, &sha256, size, &id)
                     .await?;
+                if let (None, Some(h1)) = (&refused, h1) {
+                    self.pin_h1(artifact, key, &sha256, h1).await?;
+                }
                 let served = if refused.is_some() {
                     Served::No
                 } else {
@@ -310,7 +320,13 @@ impl Indexer {
             // Not a version's bytes: the publisher's metadata and docs may change.
             Artifact::ModuleMetadata { .. }
             | Artifact::ProviderDocs { .. }
-            | Artifact::Notice { .. } => Ok((None, Served::No)),
+            | Artifact::Notice { .. }
+            | Artifact::Attachment { .. } => Ok((None, Served::No)),
+            // A module signature is pinned where it is judged (`module_signatures`), once
+            // its version is served with it; a policy is not a version's bytes.
+            Artifact::ModuleSignature { .. } | Artifact::NamespacePolicy { .. } => {
+                Ok((None, Served::No))
+            }
         }
     }
 
@@ -403,7 +419,7 @@ impl Indexer {
     /// Pins one file at `revision`, unless its version is pinned already. When another key
     /// of the version was pinned first, this key's record (`id`) is removed and the refusal
     /// returned.
-    async fn pin(
+    pub(super) async fn pin(
         &self,
         artifact: &Artifact,
         key: &str,
@@ -449,6 +465,7 @@ impl Indexer {
             published_at: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            h1: None,
         };
         if self.metadata.put_new(Record::Pin(pin)).await? {
             tracing::debug!(
@@ -461,5 +478,42 @@ impl Indexer {
         }
         // Another key of the version was pinned meanwhile: settle it as above.
         Box::pin(self.pin(artifact, key, revision, sha256, size, id)).await
+    }
+
+    /// Keeps a module archive's `h1:` in its version's pin (`key` with SHA-256 `sha256`),
+    /// once: a pin that has one keeps it.
+    async fn pin_h1(
+        &self,
+        artifact: &Artifact,
+        key: &str,
+        sha256: &str,
+        h1: String,
+    ) -> Result<(), StoreError> {
+        if !self.pins_written {
+            return Ok(());
+        }
+        match pin_of(self.metadata.as_ref(), artifact).await? {
+            Some(pin) if pin.key == key && pin.sha256 == sha256 && pin.h1.is_none() => {
+                let h1 = Some(h1);
+                self.metadata
+                    .put(Record::Pin(PinRecord { h1, ..pin }))
+                    .await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The `h1:` pinned for a module archive's bytes (`key` with SHA-256 `sha256`), when
+    /// its pin keeps one: what a check of those bytes must find again.
+    pub(super) async fn pinned_h1(
+        &self,
+        artifact: &Artifact,
+        key: &str,
+        sha256: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(match pin_of(self.metadata.as_ref(), artifact).await? {
+            Some(pin) if pin.key == key && pin.sha256 == sha256 => pin.h1,
+            _ => None,
+        })
     }
 }

@@ -75,11 +75,18 @@ fn object_key(record: &Record) -> Option<&str> {
         Record::Problem(r) => Some(&r.key),
         Record::ProviderDocs(r) => Some(&r.key),
         Record::Notice(r) => Some(&r.key),
+        // A judgement is of the archive (there may be no `.sig`): indexing it judges again.
+        Record::ModuleSignature(r) => Some(&r.archive_key),
+        Record::Policy(r) => Some(&r.key),
+        Record::Attachment(r) => Some(&r.key),
         Record::NamespaceProvider(_)
         | Record::ListedProvider(_)
         | Record::Pin(_)
         | Record::ListedModule(_)
-        | Record::NamespaceModule(_) => None,
+        | Record::NamespaceModule(_)
+        | Record::NamespaceModuleSeen(_) => None,
+        // Not made from the bucket (which does not say who uploaded): kept as they are.
+        Record::Upload(_) => None,
     }
 }
 

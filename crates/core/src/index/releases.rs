@@ -226,7 +226,7 @@ impl Indexer {
     }
 
     /// The namespace's key records, by object and revision: what a verdict depended on.
-    async fn keys_fingerprint(
+    pub(super) async fn keys_fingerprint(
         &self,
         namespace: &Namespace,
     ) -> Result<Vec<(String, String)>, StoreError> {
@@ -244,7 +244,7 @@ impl Indexer {
 
     /// The key of the namespace that signed a release, checked as Terraform checks it with
     /// that key (see [`gpg::check_detached`]); or why none did.
-    async fn find_signer(
+    pub(super) async fn find_signer(
         &self,
         namespace: &Namespace,
         signature: &[u8],

@@ -67,6 +67,50 @@ pub struct ModuleDetails {
     /// absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub withdrawn: Vec<Withdrawn>,
+    /// The shown version's hashes, as lock files write them: `h1:` of the tree its archive
+    /// unpacks to (what `tfreg verify` compares an installed module with), then `zh:`,
+    /// the SHA-256 of the archive as served. Empty when the registry recorded none.
+    pub hashes: Vec<String>,
+    /// The version's SBOMs and provenance statements, by file name (docs/attachments.md).
+    pub attachments: Vec<Attachment>,
+    /// The namespace key whose detached signature of the archive (`<archive>.sig`)
+    /// verified at publish; `null` when the version is not signed (docs/module-signing.md).
+    pub signed_by: Option<ModuleSigner>,
+}
+
+/// Who signed a module version: a key under `keys/<namespace>/`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ModuleSigner {
+    /// The key's ID, uppercase hex.
+    pub key_id: String,
+}
+
+/// One attachment of a version, in the shape of OpenTofu's `attachments` proposal
+/// (`media_type`, `filename`, `download_url`), with what the registry checked.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Attachment {
+    /// `application/spdx+json`, `application/vnd.cyclonedx+json` or
+    /// `application/vnd.in-toto+json`.
+    pub media_type: String,
+    /// The file's name.
+    pub filename: String,
+    /// A URL that authorises itself, pinned to the revision checked.
+    pub download_url: String,
+    /// `spdx`, `cyclone_dx` or `provenance`.
+    pub kind: crate::attachments::AttachmentKind,
+    /// Its length in bytes.
+    pub size: u64,
+    /// SHA-256 of its bytes (lowercase hex).
+    pub sha256: String,
+    /// True when a detached signature beside it verified with a key of the namespace.
+    pub verified: bool,
+    /// That key's ID (uppercase hex); `null` when unverified.
+    pub key_id: Option<String>,
+    /// Why it is unverified; `null` when verified.
+    pub unverified_reason: Option<String>,
+    /// A statement's predicate types; absent for SBOMs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub predicate_types: Vec<String>,
 }
 
 /// A version's deprecation, as the read API shows it: every field present, `null` when the
@@ -193,6 +237,8 @@ pub struct ProviderDetails {
     /// The versions withdrawn with a yank record, oldest first; absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub withdrawn: Vec<Withdrawn>,
+    /// The release's SBOMs and provenance statements (see [`ModuleDetails::attachments`]).
+    pub attachments: Vec<Attachment>,
 }
 
 /// Unix seconds as RFC 3339 (`2024-05-01T12:00:00Z`); `None` for 0, "unknown".

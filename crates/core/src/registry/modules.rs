@@ -43,15 +43,40 @@ pub fn served_archives(archives: Vec<ModuleArchive>) -> BTreeMap<Version, Module
     served
 }
 
-/// The module archives among `records`.
+/// The module archives among `records` that may be served: a version any of whose
+/// archives' signature judgement refuses it (a bad signature, or none under a policy that
+/// requires one; docs/module-signing.md) is left out whole. Each archive carries the key
+/// that signed it, if one did.
 pub fn module_archives(records: Vec<Record>) -> Vec<ModuleArchive> {
-    records
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::ModuleArchive(a) => Some(a),
-            _ => None,
-        })
-        .collect()
+    use crate::store::{ModuleSignatureRecord, ModuleSignatureVerdict};
+    let mut refused = std::collections::BTreeSet::new();
+    let mut signed = BTreeMap::new();
+    let mut archives = Vec::new();
+    for record in records {
+        match record {
+            Record::ModuleArchive(a) => archives.push(a),
+            Record::ModuleSignature(ModuleSignatureRecord {
+                version,
+                archive_key,
+                verdict,
+                ..
+            }) => match verdict {
+                ModuleSignatureVerdict::Refused(_) => {
+                    refused.insert(version);
+                }
+                ModuleSignatureVerdict::Signed(by) => {
+                    signed.insert(archive_key, by);
+                }
+                ModuleSignatureVerdict::Unsigned => {}
+            },
+            _ => {}
+        }
+    }
+    archives.retain(|a| !refused.contains(&a.version));
+    for archive in &mut archives {
+        archive.signed_by = signed.remove(&archive.key);
+    }
+    archives
 }
 
 /// The archives recorded for one version of a module: a key condition on the version.
@@ -338,6 +363,15 @@ impl Registry {
             versions: doc.versions.keys().cloned().collect(),
             deprecated_versions,
             withdrawn: Withdrawn::all(&doc.withdrawn),
+            hashes: archive.hashes(),
+            // The route adds them: their URLs name the origin the request reached.
+            attachments: Vec::new(),
+            signed_by: archive
+                .signed_by
+                .as_ref()
+                .map(|by| crate::protocol::details::ModuleSigner {
+                    key_id: by.key_id.clone(),
+                }),
         };
         Ok(ModulePage { details, published })
     }

@@ -62,6 +62,16 @@ pub mod partition {
     pub fn provider_docs(provider: &ProviderAddress) -> String {
         format!("provider-docs/{provider}")
     }
+    /// Who uploaded a module's or provider's files, by `<version>/<key>#<revision>`: apart
+    /// from the partitions the indexer and requests read whole, which never pay for them.
+    pub fn uploads(target: &crate::layout::NoticeTarget) -> String {
+        match target {
+            crate::layout::NoticeTarget::Module { address } => format!("uploads/module/{address}"),
+            crate::layout::NoticeTarget::Provider { provider } => {
+                format!("uploads/provider/{provider}")
+            }
+        }
+    }
     /// Every partition of documents starts so; no partition of records does.
     pub const DOCUMENTS: &str = "doc/";
 }
@@ -149,6 +159,38 @@ impl RecordId {
         }
     }
 
+    /// An attachment's record: in the module's partition by `<version>/<key>` (read with
+    /// the version's archives), or in the provider's by `attachment/<version>/<key>`.
+    pub fn attachment(target: &crate::layout::NoticeTarget, version: &Version, key: &str) -> Self {
+        match target {
+            crate::layout::NoticeTarget::Module { address } => {
+                Self::module_archive(address, version, key)
+            }
+            crate::layout::NoticeTarget::Provider { provider } => {
+                Self::release_file("attachment", provider, version, key)
+            }
+        }
+    }
+
+    /// The judgement of a module archive's signature, `key` being the `.sig` object: beside
+    /// the archive, by `<version>/<key>`.
+    pub fn module_signature(address: &ModuleAddress, version: &Version, key: &str) -> Self {
+        Self::module_archive(address, version, key)
+    }
+
+    /// A namespace's policy file record, `key` being the `policy.json` object.
+    pub fn policy(namespace: &Namespace, key: &str) -> Self {
+        Self::new(partition::keys(namespace), key.to_owned())
+    }
+
+    /// A module listed under its namespace for re-judgement.
+    pub fn namespace_module_seen(address: &ModuleAddress) -> Self {
+        Self::new(
+            partition::namespace(&address.namespace),
+            format!("module/{}/{}", address.name, address.system),
+        )
+    }
+
     /// A namespace's signing key record, `key` being the `.asc` object.
     pub fn signing_key(namespace: &Namespace, key: &str) -> Self {
         Self::new(partition::keys(namespace), key.to_owned())
@@ -205,6 +247,20 @@ impl RecordId {
         )
     }
 
+    /// Who uploaded one revision of a version's file: in the module's or provider's uploads
+    /// partition ([`partition::uploads`]), by `<version>/<key>#<revision>`.
+    pub fn upload(
+        target: &crate::layout::NoticeTarget,
+        version: &Version,
+        key: &str,
+        revision: &str,
+    ) -> Self {
+        Self::new(
+            partition::uploads(target),
+            format!("{version}/{key}#{revision}"),
+        )
+    }
+
     /// True for the id of a document rather than of a record.
     pub fn is_document(&self) -> bool {
         self.partition.starts_with(partition::DOCUMENTS)
@@ -243,6 +299,11 @@ impl Record {
             Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),
             Record::ProviderDocs(d) => RecordId::provider_docs(&d.provider, &d.version),
             Record::Notice(n) => RecordId::notice(&n.target, &n.version, &n.key),
+            Record::ModuleSignature(s) => RecordId::module_signature(&s.address, &s.version, &s.key),
+            Record::Policy(p) => RecordId::policy(&p.namespace, &p.key),
+            Record::NamespaceModuleSeen(a) => RecordId::namespace_module_seen(a),
+            Record::Attachment(a) => RecordId::attachment(&a.target, &a.version, &a.key),
+            Record::Upload(u) => RecordId::upload(&u.target, &u.version, &u.key, &u.revision),
         }
     }
 }

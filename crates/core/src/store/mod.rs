@@ -22,6 +22,9 @@ pub use artifacts::{ArtifactStore, Kept, ObjectBody, ObjectMeta};
 pub use error::{ErrorChain, StoreError};
 pub use keys::{partition, RecordId, RELEASE_PREFIX};
 pub use metadata::{Document, Expected, MetadataReader, MetadataStore};
+pub use records::AttachmentRecord;
+pub use records::UploadRecord;
+pub use records::{ModuleSignatureRecord, ModuleSignatureVerdict, PolicyRecord};
 pub use records::{
     file_name, KeyRecord, ManifestRecord, ModuleArchive, ModuleSummary, NoticeRecord,
     PackageRecord, PinRecord, ProblemRecord, ProviderDocsRecord, Record, SignatureRecord, SignedBy,

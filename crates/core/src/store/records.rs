@@ -52,6 +52,25 @@ pub struct ModuleArchive {
     /// warned about. `None` for records from before they were looked for (read again, once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_shaped: Option<crate::module_archive::secrets::SecretShapedFiles>,
+    /// Terraform's `h1:` of the tree the archive unpacks to (`h1:<base64>`), computed in the
+    /// archive check's one walk. `None` for records from before it was (read again, once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h1: Option<String>,
+    /// The namespace key whose signature (`<archive>.sig`) verified, filled from the
+    /// archive's [`ModuleSignatureRecord`] when a version's records are read
+    /// ([`crate::registry::modules::module_archives`]); never stored.
+    #[serde(skip)]
+    pub signed_by: Option<SignedBy>,
+}
+
+impl ModuleArchive {
+    /// The version's hashes as the read API lists them, in the order lock files use:
+    /// `h1:` (of the unpacked tree, what `tfreg verify` compares an installed module with),
+    /// then `zh:` (SHA-256 of the archive as served). Empty when neither is known.
+    pub fn hashes(&self) -> Vec<String> {
+        let zh = (!self.sha256.is_empty()).then(|| format!("zh:{}", self.sha256));
+        self.h1.iter().cloned().chain(zh).collect()
+    }
 }
 
 /// A provider package (zip) and its hashes, whether published under `providers/` or
@@ -230,6 +249,11 @@ pub struct PinRecord {
     pub kept: bool,
     /// When it was first served (Unix seconds).
     pub published_at: u64,
+    /// For a module archive, the `h1:` of the tree it unpacks to, as first recorded: a
+    /// later check of the pinned bytes that finds another is a problem, never a change.
+    /// `None` for other files and for pins from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h1: Option<String>,
 }
 
 /// A provider release's documentation, read from its `docs.zip`
@@ -268,6 +292,106 @@ pub struct NoticeRecord {
     pub notice: crate::lifecycle::Notice,
 }
 
+/// An attachment of a version ([`crate::attachments`]) that checked: in the module's
+/// partition beside its archives, or in the provider's beside its release. A refused file
+/// has no record, only a problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentRecord {
+    /// The module or provider.
+    pub target: crate::layout::NoticeTarget,
+    /// The version it is attached to.
+    pub version: Version,
+    /// What it is.
+    pub kind: crate::attachments::AttachmentKind,
+    /// The file's object key.
+    pub key: String,
+    /// The file's revision checked (its download URL names it).
+    pub revision: String,
+    /// Its length in bytes.
+    pub size: u64,
+    /// SHA-256 of the bytes checked (lowercase hex).
+    pub sha256: String,
+    /// The namespace key whose detached signature (`<file>.sig`) verified over these bytes
+    /// (its key ID), or why none did ("unverified").
+    pub signature: Result<String, String>,
+    /// A provenance statement's predicate types (`https://slsa.dev/provenance/v1`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predicate_types: Vec<String>,
+}
+
+/// The judgement of one module archive's signature (`<archive>.sig`) under its namespace's
+/// keys and policy ([`crate::policy`]): in the module's partition beside the archive, by
+/// `<version>/<archive key>.sig`, so the reads of a version's archives read it too. Written
+/// for every recorded archive, signed or not; an archive without one (recorded before
+/// signatures were judged) is served as unsigned until a reindex or a policy change judges it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleSignatureRecord {
+    /// The module.
+    pub address: ModuleAddress,
+    /// The version.
+    pub version: Version,
+    /// The `.sig` object's key (the archive's key and `.sig`), published or not.
+    pub key: String,
+    /// The archive judged.
+    pub archive_key: String,
+    /// The `.sig` revision judged (`None`: there was none).
+    pub revision: Option<String>,
+    /// The archive revision judged.
+    pub archive_revision: Option<String>,
+    /// The verdict.
+    pub verdict: ModuleSignatureVerdict,
+}
+
+/// Whether a module archive may be served, as far as its signature and its namespace's
+/// policy go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleSignatureVerdict {
+    /// Its signature verified with this key of the namespace.
+    Signed(SignedBy),
+    /// No signature, and the namespace's policy does not require one.
+    Unsigned,
+    /// Not served, and why: a bad signature (whatever the policy), or none under a policy
+    /// that requires one.
+    Refused(String),
+}
+
+/// A namespace's policy file (`keys/<namespace>/policy.json`), as read: in the namespace's
+/// keys partition, by object key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    /// The namespace it governs.
+    pub namespace: Namespace,
+    /// The object's key.
+    pub key: String,
+    /// The revision read.
+    pub revision: String,
+    /// The policy, or why the file is refused (then the strict reading applies:
+    /// [`crate::policy::NamespacePolicy::strict`]).
+    pub verdict: Result<crate::policy::NamespacePolicy, String>,
+}
+
+/// Who uploaded one revision of a version's file, as its S3 event notification said
+/// (`userIdentity.principalId`): recorded by the indexer function and `tfreg redrive`, kept
+/// across replays and reindexing into the same table, never made from the bucket (which
+/// does not say). The local shape records none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    /// The module or provider.
+    pub target: crate::layout::NoticeTarget,
+    /// The version the file belongs to.
+    pub version: Version,
+    /// The file's object key.
+    pub key: String,
+    /// The object revision uploaded (as the artifact store names it).
+    pub revision: String,
+    /// The principal S3 reported for the request (`AWS:AIDA...`, `AWS:AROA...:session`).
+    pub principal: String,
+    /// When S3 took the request (RFC 3339, from the event), if the event said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uploaded_at: Option<String>,
+}
+
 /// Everything the metadata store holds. Each record lives in a partition (read together in
 /// one query) under a sort key unique within it: the shape of a single DynamoDB table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -300,4 +424,16 @@ pub enum Record {
     ProviderDocs(ProviderDocsRecord),
     /// A version's deprecation or yank record.
     Notice(NoticeRecord),
+    /// The judgement of a module archive's signature.
+    ModuleSignature(ModuleSignatureRecord),
+    /// A namespace's policy file.
+    Policy(PolicyRecord),
+    /// Lists a module under its namespace ([`partition::namespace`], by `module/<name>/<system>`)
+    /// once any archive of it was seen: what a change of the namespace's keys or policy judges
+    /// again, served or not.
+    NamespaceModuleSeen(ModuleAddress),
+    /// An attachment of a version (SBOM, provenance statement).
+    Attachment(AttachmentRecord),
+    /// Who uploaded one revision of a version's file (AWS: from its S3 event).
+    Upload(UploadRecord),
 }

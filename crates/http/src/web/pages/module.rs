@@ -59,7 +59,7 @@ async fn show(
     let Ok(address) = ModuleAddress::parse(namespace, name, system) else {
         return not_found(viewer, "There is no such module.");
     };
-    let page = match state
+    let mut page = match state
         .registry
         .module_page(&viewer.access, &address, version)
         .await
@@ -74,6 +74,13 @@ async fn show(
         }
         Err(e) => return failure(viewer, e),
     };
+    let target = tfreg_core::layout::NoticeTarget::Module {
+        address: address.clone(),
+    };
+    match super::attachments::of(state, viewer, origin, target, &page.details.entry.version).await {
+        Ok(found) => page.details.attachments = found,
+        Err(response) => return response,
+    }
     let host = registry_host(&state.registry, origin);
     let title = format!("{address} {}", page.details.entry.version);
     let counted = Counted::read(
@@ -153,6 +160,7 @@ fn render(
             " · published " (date(entry.published_at.as_deref()))
             @if let Some(source) = &entry.source { " · source " (source_link(source)) }
         }
+        (signature(details.signed_by.as_ref(), &address.namespace))
         (lifecycle::banner(&base, entry.deprecation.as_ref()))
         section.wide aria-labelledby="usage-heading" {
             h2 #usage-heading { "Usage" }
@@ -188,7 +196,47 @@ fn render(
                     h2 #versions-heading { "Versions" }
                     (versions(&base, &entry.version, &page.published))
                 }
+                (hashes(&details.hashes))
+                (super::attachments::section(&details.attachments))
                 (lifecycle::withdrawn(&details.withdrawn))
+            }
+        }
+    }
+}
+
+/// Who signed the shown version (docs/module-signing.md): a key of the namespace, checked
+/// at publish; or that it is not signed.
+fn signature(
+    signed_by: Option<&tfreg_core::protocol::details::ModuleSigner>,
+    namespace: &tfreg_core::Namespace,
+) -> Markup {
+    html! {
+        p.muted #signature {
+            @match signed_by {
+                Some(by) => {
+                    "Signed by " code #signed-by { (by.key_id) }
+                    ", a key of namespace " (namespace.as_str()) ", verified at publish."
+                }
+                None => { "Not signed." }
+            }
+        }
+    }
+}
+
+/// The shown version's `h1:` and `zh:`, and how to check an installed copy against them.
+fn hashes(hashes: &[String]) -> Markup {
+    html! {
+        section aria-labelledby="hashes-heading" {
+            h2 #hashes-heading { "Hashes" }
+            @if hashes.is_empty() {
+                p.muted { "Not recorded yet." }
+            } @else {
+                ul #hashes { @for hash in hashes { li { code { (hash) } } } }
+                p.muted {
+                    "After " code { "terraform init" } ", run " code { "tfreg verify" }
+                    " in the working directory: it compares each installed module's " code { "h1:" }
+                    " with this one."
+                }
             }
         }
     }
