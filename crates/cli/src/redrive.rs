@@ -184,7 +184,12 @@ mod drive {
             .map_err(|e| format!("not an S3 event of the bucket: {e}"))?;
         let mut failures = Vec::new();
         for event in &keys {
-            match indexer.index_key(&event.key).await {
+            // The principal and revision the event names: a redriven upload is judged as
+            // its first delivery would have been.
+            match indexer
+                .index_uploaded(&event.key, event.upload().as_ref())
+                .await
+            {
                 Ok(IndexOutcome::Rejected { key, reason }) => {
                     println!(
                         "  rejected {}",

@@ -10,7 +10,7 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use tfreg_core::{IndexOutcome, Indexer};
 
 use crate::settings::IndexerSettings;
-use crate::{configure, error_chain, event_keys, init_tracing, Error, Stores};
+use crate::{configure, error_chain, event_uploads, init_tracing, Error, Stores};
 
 /// How many times the documents of an event are tried (each subject with its own retries)
 /// before the invocation fails.
@@ -57,7 +57,7 @@ pub async fn run_indexer() -> Result<(), Error> {
     .await
 }
 
-/// Indexes every object an S3 event names, then (with an indexer that defers them, as the
+/// Indexes every object an S3 event names (with who uploaded it: [`Indexer::index_uploaded`]), then (with an indexer that defers them, as the
 /// function's does) makes the documents of every subject they touched, once each. The event
 /// kind (created or removed) is only a hint: the indexer reads each key's current state, so
 /// duplicate, late or reordered events are harmless.
@@ -73,12 +73,17 @@ pub async fn handle_s3_event(
     event: S3Event,
 ) -> Result<Vec<String>, Error> {
     let before = indexer.document_stats();
-    let keys = event_keys(bucket, event)?;
+    let keys = event_uploads(bucket, event)?;
     let mut outcomes = Vec::with_capacity(keys.len());
     let mut failures = Vec::new();
-    for (key, kind) in &keys {
-        tracing::info!(key, kind, "S3 event");
-        match indexer.index_key(key).await {
+    for event_key in &keys {
+        let (key, kind) = (&event_key.key, &event_key.kind);
+        let principal = event_key.principal.as_deref().unwrap_or("unknown");
+        tracing::info!(key, kind, principal, "S3 event");
+        match indexer
+            .index_uploaded(key, event_key.upload().as_ref())
+            .await
+        {
             Ok(outcome) => {
                 let said = describe(key, outcome);
                 tracing::info!(key, "{said}");

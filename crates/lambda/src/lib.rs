@@ -365,6 +365,21 @@ pub fn decode_event_key(raw: &str) -> Result<String, Error> {
 /// The decoded key and the event name of each record of an S3 event about `bucket` (records
 /// about another bucket are left out, with a warning).
 pub fn event_keys(bucket: &str, event: S3Event) -> Result<Vec<(String, String)>, Error> {
+    Ok(event_uploads(bucket, event)?
+        .into_iter()
+        .map(|k| (k.key, k.kind))
+        .collect())
+}
+
+/// Each record of an S3 event about `bucket` (records about another bucket are left out,
+/// with a warning): its decoded key and event name, who made the request
+/// (`userIdentity.principalId`, checked as [`tfreg_core::s3_event::principal_id`] does) and
+/// the object revision it is about.
+pub fn event_uploads(
+    bucket: &str,
+    event: S3Event,
+) -> Result<Vec<tfreg_core::s3_event::EventKey>, Error> {
+    use tfreg_core::s3_event::{object_revision, principal_id, EventKey};
     let mut keys = Vec::new();
     for record in event.records {
         let event_bucket = record.s3.bucket.name.as_deref().unwrap_or_default();
@@ -375,8 +390,27 @@ pub fn event_keys(bucket: &str, event: S3Event) -> Result<Vec<(String, String)>,
         let Some(raw) = record.s3.object.key.as_deref() else {
             continue;
         };
-        let kind = record.event_name.as_deref().unwrap_or("unknown").to_owned();
-        keys.push((decode_event_key(raw)?, kind));
+        let raw_principal = record.principal_id.principal_id.as_deref();
+        let principal = raw_principal.and_then(principal_id);
+        if raw_principal.is_some() && principal.is_none() {
+            tracing::warn!("the event's principalId is not a principal ID: the uploader is unknown");
+        }
+        keys.push(EventKey {
+            key: decode_event_key(raw)?,
+            kind: record.event_name.as_deref().unwrap_or("unknown").to_owned(),
+            principal,
+            revision: object_revision(
+                record.s3.object.version_id.as_deref(),
+                record.s3.object.e_tag.as_deref(),
+            ),
+            // S3's own form, as `tfreg redrive` reads it from the raw event.
+            time: Some(
+                record
+                    .event_time
+                    .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                    .to_string(),
+            ),
+        });
     }
     Ok(keys)
 }
