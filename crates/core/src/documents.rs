@@ -51,6 +51,9 @@ pub struct ModuleVersionEntry {
     /// The version's deprecation, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecation: Option<Notice>,
+    /// The served archive's `h1:` and `zh:` ([`ModuleArchive::hashes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hashes: Vec<String>,
 }
 
 impl ModuleVersionEntry {
@@ -60,6 +63,7 @@ impl ModuleVersionEntry {
             source: archive.source.clone(),
             published_at: archive.published_at,
             deprecation,
+            hashes: archive.hashes(),
         }
     }
 }
@@ -188,6 +192,7 @@ mod tests {
                 source: Some("https://example.com/a".into()),
                 published_at: 7,
                 deprecation: None,
+                hashes: vec!["h1:abc=".into(), format!("zh:{}", "0".repeat(64))],
             },
         );
         doc.versions.insert(
@@ -196,6 +201,7 @@ mod tests {
                 source: Some("https://example.com/b".into()),
                 published_at: 8,
                 deprecation: None,
+                hashes: vec![],
             },
         );
         let id = RecordId::module_versions(

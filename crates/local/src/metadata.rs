@@ -287,6 +287,7 @@ mod tests {
             revision: "r1".into(),
             kept: true,
             published_at: 1,
+            h1: None,
         }
     }
 

@@ -199,7 +199,7 @@ pub(super) fn h1_checked<R: Read + Seek>(
     }
     // Inflating is bounded by the sizes checked above, not by the listing's budget.
     meter.budget.store(u64::MAX, Relaxed);
-    let mut summary = Sha256::new();
+    let mut digests = std::collections::BTreeMap::new();
     for (name, (index, declared)) in entries {
         let file = archive.by_index(index).map_err(|e| stopped(zip_error(e)))?;
         // Never more than the entry declares (the listing's totals were checked above);
@@ -217,8 +217,19 @@ pub(super) fn h1_checked<R: Read + Seek>(
         if read > declared {
             return Err(HashError::SizeMismatch { name, declared });
         }
-        let digest = hex::encode(hasher.finalize());
+        digests.insert(name, hex::encode(hasher.finalize()));
+    }
+    Ok(h1_summary(&digests))
+}
+
+/// Terraform's `h1:` (Go's `dirhash.Hash1`) of a tree from its files: each file's name
+/// (relative, `/`-separated) with the SHA-256 of its content (lowercase hex), one line
+/// `<digest>  <name>\n` per file in name order, hashed again and base64-encoded. Folders
+/// do not count, so an empty folder changes nothing.
+pub fn h1_summary(digests: &std::collections::BTreeMap<String, String>) -> String {
+    let mut summary = Sha256::new();
+    for (name, digest) in digests {
         summary.update(format!("{digest}  {name}\n").as_bytes());
     }
-    Ok(format!("h1:{}", STANDARD.encode(summary.finalize())))
+    format!("h1:{}", STANDARD.encode(summary.finalize()))
 }

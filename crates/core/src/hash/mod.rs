@@ -10,6 +10,7 @@
 //! zip whose entries overlap (the trick that makes a small file inflate to terabytes) is
 //! refused before anything is inflated.
 
+mod dir;
 mod h1;
 mod listing;
 mod reading;
@@ -23,9 +24,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-pub use h1::overlapping_entries;
+pub use dir::{h1_of_dir, h1_of_dir_within, DirHashError, DirLimits};
 pub(crate) use h1::read_failure as zip_read_failure;
 use h1::{h1_checked, h1_within};
+pub use h1::{h1_summary, overlapping_entries};
 use reading::Deadline;
 pub(crate) use reading::PositionalReader;
 

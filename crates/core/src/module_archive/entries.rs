@@ -177,6 +177,8 @@ impl Found {
             file_bytes: self.file_bytes,
             configuration_files: self.configuration_files,
             secret_shaped: self.secret_shaped,
+            // Set by the caller, which hashed the files as they streamed by.
+            h1: String::new(),
         })
     }
 

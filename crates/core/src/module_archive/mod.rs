@@ -27,6 +27,7 @@
 //! [`MAX_NAME_BYTES`], for the link checks at the end.
 
 mod entries;
+mod hashed;
 mod reader;
 pub mod secrets;
 mod targz;
@@ -101,6 +102,11 @@ pub struct ModuleSummary {
     /// The paths of secret-shaped files ([`secrets::is_secret_shaped`]), in archive order:
     /// served all the same, with a warning.
     pub secret_shaped: Vec<String>,
+    /// Terraform's `h1:` of the tree `terraform init` unpacks the archive to (see
+    /// [`crate::hash::h1_summary`]): every regular file, a later entry of a path replacing an
+    /// earlier one, folders not counted. What `tfreg verify` compares an installed module
+    /// with.
+    pub h1: String,
 }
 
 /// Why a module archive is refused. `Display` is the reason a publisher reads; every variant
@@ -270,13 +276,25 @@ pub fn check_visiting(
 ) -> Result<ModuleSummary, ModuleArchiveError> {
     let deadline = reader::Deadline::new(limits.max_duration);
     let len = file.metadata()?.len();
+    // Every file is hashed as it streams by, the visitor reading its part on the way: the
+    // `h1:` costs no second read of the archive.
+    let mut digests = std::collections::BTreeMap::new();
+    let mut hashing = |path: &str, content: &mut dyn std::io::Read| -> std::io::Result<()> {
+        let mut tee = hashed::Tee::new(content);
+        visit(path, &mut tee)?;
+        // Unpacking writes a later entry of a path over an earlier one.
+        digests.insert(path.to_owned(), tee.finish()?);
+        Ok(())
+    };
     let found = match format {
         ArchiveFormat::TarGz | ArchiveFormat::Tgz => {
-            targz::check(file, len, format, limits, deadline, visit)?
+            targz::check(file, len, format, limits, deadline, &mut hashing)?
         }
-        ArchiveFormat::Zip => zipfile::check(file, len, limits, deadline, visit)?,
+        ArchiveFormat::Zip => zipfile::check(file, len, limits, deadline, &mut hashing)?,
     };
-    found.summary(format)
+    let mut summary = found.summary(format)?;
+    summary.h1 = crate::hash::h1_summary(&digests);
+    Ok(summary)
 }
 
 /// Checks the module archive at `path`, its format taken from its name (`.tar.gz`, `.tgz`,

@@ -101,6 +101,10 @@ pub struct ModuleVersion {
     /// Renovate reads); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The version's `h1:` and `zh:` hashes (see [`crate::protocol::details::ModuleDetails`]),
+    /// beyond the protocol's fields; absent when none was recorded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hashes: Vec<String>,
 }
 
 /// The body of every error response: `{"errors": ["..."]}`.

@@ -68,6 +68,7 @@ pub(super) fn module_versions_of(doc: &ModuleVersionsDoc) -> Option<ModuleVersio
                 .map(|(version, entry)| ModuleVersion {
                     version: version.clone(),
                     source: entry.source.clone(),
+                    hashes: entry.hashes.clone(),
                 })
                 .collect(),
         }],

@@ -59,6 +59,7 @@ fn pin(slot: &str, sha256: &str) -> Record {
         revision: "r1".to_owned(),
         kept: true,
         published_at: 1,
+        h1: None,
     })
 }
 
