@@ -2,6 +2,7 @@
 //! One test binary; one module per feature.
 
 mod access;
+mod attachments;
 mod aws;
 mod backup;
 mod docs_links;

@@ -17,10 +17,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod attachments;
 pub mod documents;
 pub mod downloads;
 pub mod glob;
 pub mod gpg;
+pub mod gpg_sign;
 pub mod hash;
 pub mod identity;
 pub mod index;

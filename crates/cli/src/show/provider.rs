@@ -91,6 +91,7 @@ mod tests {
             deprecation: None,
             deprecated_versions: Default::default(),
             withdrawn: vec![],
+            attachments: vec![],
         };
         let address = ProviderAddress::parse("acme", "widgets").unwrap();
         let out = super::text(&address, &details).unwrap();

@@ -4,12 +4,14 @@
 
 mod answered;
 pub mod answers;
+mod attachments;
 pub mod catalogue;
 mod judged;
 pub mod modules;
 pub mod page;
 mod provider_docs;
 pub mod providers;
+mod uploads;
 
 pub use modules::{latest_release, ModuleFilter};
 pub use page::Page;

@@ -128,6 +128,8 @@ impl Registry {
             deprecation,
             deprecated_versions,
             withdrawn: Withdrawn::all(&doc.withdrawn),
+            // The route adds them: their URLs name the origin the request reached.
+            attachments: Vec::new(),
         })
     }
 

@@ -49,6 +49,7 @@ pub fn routes(state: ApiState) -> axum::Router {
             get(download),
         )
         .merge(crate::routes::usage::module_routes())
+        .merge(crate::routes::uploads::module_routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::middleware::authorize,
@@ -226,21 +227,23 @@ pub async fn list_systems(
 pub async fn latest(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, name, system)): JsonPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let address = address(&namespace, &name, &system)?;
-    details_of(&state, &access, address, None).await
+    details_of(&state, &access, &origin, address, None).await
 }
 
 /// `GET /v1/modules/:namespace/:name/:system/:version`: one version's details.
 pub async fn details(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, name, system, version_text)): JsonPath<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
     let address = address(&namespace, &name, &system)?;
     let version = version(&version_text)?;
-    details_of(&state, &access, address, Some(version)).await
+    details_of(&state, &access, &origin, address, Some(version)).await
 }
 
 /// The details, with `downloads` the module's count (every version, all time), read beside
@@ -248,6 +251,7 @@ pub async fn details(
 async fn details_of(
     state: &ApiState,
     access: &Access,
+    origin: &tfreg_core::origin::Origin,
     address: ModuleAddress,
     version: Option<Version>,
 ) -> Result<Response, ApiError> {
@@ -262,6 +266,11 @@ async fn details_of(
     );
     let mut details = details?;
     details.entry.downloads = downloads;
+    let target = tfreg_core::layout::NoticeTarget::Module { address };
+    details.attachments = state
+        .registry
+        .attachments(access, &target, &details.entry.version, origin)
+        .await?;
     Ok(Json(details).into_response())
 }
 

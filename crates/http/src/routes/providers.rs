@@ -28,6 +28,7 @@ pub fn routes(state: ApiState) -> axum::Router {
             get(download),
         )
         .merge(crate::routes::usage::provider_routes())
+        .merge(crate::routes::uploads::provider_routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::middleware::authorize,
@@ -39,21 +40,23 @@ pub fn routes(state: ApiState) -> axum::Router {
 pub async fn latest(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, type_)): JsonPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     let provider = provider(&namespace, &type_)?;
-    details_of(&state, &access, provider, None).await
+    details_of(&state, &access, &origin, provider, None).await
 }
 
 /// `GET /v1/providers/:namespace/:type/:version`: one release's details.
 pub async fn details(
     State(state): State<ApiState>,
     Extension(access): Extension<Access>,
+    RequestOrigin(origin): RequestOrigin,
     JsonPath((namespace, type_, version_text)): JsonPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let provider = provider(&namespace, &type_)?;
     let version = version(&version_text)?;
-    details_of(&state, &access, provider, Some(version)).await
+    details_of(&state, &access, &origin, provider, Some(version)).await
 }
 
 /// The details, with `downloads` the provider's count (every version and platform, all
@@ -61,6 +64,7 @@ pub async fn details(
 async fn details_of(
     state: &ApiState,
     access: &Access,
+    origin: &tfreg_core::origin::Origin,
     provider: ProviderAddress,
     version: Option<Version>,
 ) -> Result<Response, ApiError> {
@@ -75,6 +79,11 @@ async fn details_of(
     );
     let mut details = details?;
     details.downloads = downloads;
+    let target = tfreg_core::layout::NoticeTarget::Provider { provider };
+    details.attachments = state
+        .registry
+        .attachments(access, &target, &details.version, origin)
+        .await?;
     Ok(Json(details).into_response())
 }
 

@@ -1,5 +1,6 @@
 //! The pages, by what they show; helpers they share.
 
+pub mod attachments;
 pub mod catalogue;
 pub mod connect;
 pub mod lifecycle;

@@ -58,7 +58,7 @@ async fn show(
     let Ok(provider) = ProviderAddress::parse(namespace, type_) else {
         return not_found(viewer, "There is no such provider.");
     };
-    let (details, docs) = match state
+    let (mut details, docs) = match state
         .registry
         .provider_details_and_docs(&viewer.access, &provider, version)
         .await
@@ -73,6 +73,13 @@ async fn show(
         }
         Err(e) => return failure(viewer, e),
     };
+    let target = tfreg_core::layout::NoticeTarget::Provider {
+        provider: provider.clone(),
+    };
+    match super::attachments::of(state, viewer, origin, target, &details.version).await {
+        Ok(found) => details.attachments = found,
+        Err(response) => return response,
+    }
     let host = registry_host(&state.registry, origin);
     let title = format!("{provider} {}", details.version);
     let counted = Counted::read(
@@ -155,6 +162,7 @@ fn render(
                         }
                     }
                 }
+                (super::attachments::section(&details.attachments))
                 (lifecycle::withdrawn(&details.withdrawn))
             }
         }
