@@ -64,6 +64,15 @@ pub(super) struct ModuleArgs {
         long_help = super::leave_out::include_help()
     )]
     pub(super) include: Vec<String>,
+    /// Sign the archive with this armored OpenPGP secret key (`gpg --armor
+    /// --export-secret-keys KEYID`) and publish the signature as `<archive>.sig` after the
+    /// archive. The key's public part must be under `keys/<namespace>/` (RSA or DSA:
+    /// Terraform refuses EdDSA keys). See docs/module-signing.md.
+    #[arg(long = "sign", value_name = "KEYFILE")]
+    pub(super) sign: Option<PathBuf>,
+    /// The environment variable holding the secret key's passphrase, if it has one.
+    #[arg(long = "passphrase-env", value_name = "VAR", requires = "sign")]
+    pub(super) passphrase_env: Option<String>,
     #[command(flatten)]
     pub(super) options: Options,
 }

@@ -11,7 +11,8 @@
 //! - [`judge`]: whether a version is served from exactly the files published;
 //! - [`wait`]: watching the registry's index until it is;
 //! - [`args`]: the command line;
-//! - [`sources`]: the files of a module or a release, as a plan.
+//! - [`sources`]: the files of a module or a release, as a plan;
+//! - [`sign`]: a module archive's signature (`--sign`).
 
 mod args;
 mod dest;
@@ -19,6 +20,7 @@ mod dist;
 mod judge;
 mod leave_out;
 mod pack;
+mod sign;
 mod sources;
 mod stage;
 mod wait;
@@ -52,6 +54,8 @@ pub enum Role {
     ModuleArchive,
     /// The module version's metadata sidecar (`--source`, `--description`): replaceable.
     ModuleMetadata,
+    /// The module archive's detached signature (`--sign`), uploaded after the archive.
+    ModuleSignature,
     /// A provider package, for this `os_arch`.
     Package(String),
     Manifest,
@@ -222,6 +226,11 @@ async fn publish(
                 let key = for_terminal(&file.key);
                 println!("  replacing {key} (the same key ID, renewed)");
                 uploads.push(file.clone());
+            }
+            // Signatures differ each time one is made: a version signed already keeps its own.
+            Existing::File { .. } if file.role == Role::ModuleSignature => {
+                let key = for_terminal(&file.key);
+                println!("  keeping {key}: the version is signed already");
             }
             Existing::File { .. } if file.role == Role::ModuleMetadata => {
                 let key = for_terminal(&file.key);

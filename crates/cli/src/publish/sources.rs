@@ -23,6 +23,8 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         repository,
         description,
         include,
+        sign,
+        passphrase_env,
         options,
     } = args;
     let include = leave_out::Includes::new(&include);
@@ -86,6 +88,18 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         files.push(Upload::of(sidecar_key, &sidecar, Role::ModuleMetadata).await?);
     }
     files.push(Upload::of(key.clone(), &path, Role::ModuleArchive).await?);
+    if let Some(key_file) = &sign {
+        let signature = super::sign::signature(
+            &path,
+            &key,
+            key_file,
+            passphrase_env.as_deref(),
+            temp,
+            &what,
+        )
+        .await?;
+        files.push(signature);
+    }
     let plan = Plan { subject, files };
     // One version, one archive: another format of it would change what is served.
     let mut refusals = vec![];
@@ -98,7 +112,10 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
             }
         }
     }
-    publish(plan, vec![], dest, &options, refusals).await
+    // The namespace's keys and policy, so the checks judge the signature (or its absence)
+    // as the registry will.
+    let context = trusted_keys(&dest, &address.namespace, temp).await?;
+    publish(plan, context, dest, &options, refusals).await
 }
 
 /// What packing a folder left out and let in, and what `--include` did not do.
@@ -228,7 +245,7 @@ pub(super) async fn provider(args: ProviderArgs, temp: &Path) -> anyhow::Result<
         format!("{folder}/{}", name.unwrap_or_default())
     };
     let mut files = vec![];
-    let context = trusted_keys(&dest, &address, temp).await?;
+    let context = trusted_keys(&dest, &address.namespace, temp).await?;
     if let Some(key) = &key {
         if let Some(upload) = signing_key(key, &address, &context).await? {
             files.push(upload);
@@ -252,22 +269,23 @@ pub(super) async fn provider(args: ProviderArgs, temp: &Path) -> anyhow::Result<
     publish(plan, context, dest, &options, vec![]).await
 }
 
-/// The keys the destination's namespace trusts now, copied into `temp` for the checks.
+/// The keys the destination's namespace trusts now, and its policy file, copied into
+/// `temp` for the checks.
 async fn trusted_keys(
     dest: &Destination,
-    provider: &ProviderAddress,
+    namespace: &tfreg_core::Namespace,
     temp: &Path,
 ) -> anyhow::Result<Vec<Upload>> {
     let mut keys = vec![];
     for (i, key) in dest
-        .list(&format!("keys/{}/", provider.namespace))
+        .list(&format!("keys/{namespace}/"))
         .await?
         .into_iter()
         .enumerate()
     {
         if !matches!(
             classify(&key),
-            Classified::Artifact(Artifact::SigningKey { .. })
+            Classified::Artifact(Artifact::SigningKey { .. } | Artifact::NamespacePolicy { .. })
         ) {
             continue;
         }
