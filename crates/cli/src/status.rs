@@ -85,6 +85,8 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         &filter,
     )
     .await?;
+    // Only the AWS shape's indexer learns who uploaded a file (from its S3 event).
+    doc.uploaders_recorded = matches!(backend, Backend::Aws(_));
     doc.upstream = tfreg_core::upstream::report::read_all(indexed.artifacts.as_ref(), &keys)
         .await
         .into_iter()
@@ -198,6 +200,7 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
 
     upstream_text(&mut out, doc)?;
     crate::report::lifecycle::text(&mut out, doc)?;
+    crate::report::uploads::text(&mut out, doc)?;
 
     writeln!(out, "\nProblems (files that are never served):")?;
     if doc.problems.is_empty() {

@@ -27,6 +27,13 @@ pub struct StatusDoc {
     /// Versions not served whose yank record says why they were withdrawn.
     #[serde(default)]
     pub withdrawn: Vec<super::lifecycle::NoticeStatus>,
+    /// Each served file and who uploaded its served revision (the AWS shape records it from
+    /// S3 events; see `uploaders_recorded`).
+    #[serde(default)]
+    pub uploads: Vec<super::uploads::UploadStatus>,
+    /// Whether the registry records uploaders at all: false for a data directory.
+    #[serde(default)]
+    pub uploaders_recorded: bool,
     /// How many refusals the document lists: problems, provider versions not served, and
     /// platforms of served versions that are not offered. `tfreg status` exits with 3 when
     /// it is not 0.

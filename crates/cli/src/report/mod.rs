@@ -7,6 +7,7 @@
 mod doc;
 mod filter;
 pub mod lifecycle;
+pub mod uploads;
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;
@@ -300,6 +301,7 @@ pub async fn build(
         doc.mirror
             .extend(mirror_status(registry, hostname, provider).await?);
     }
+    uploads::add_uploads(&mut doc, metadata).await?;
     let beside_served = std::mem::take(&mut doc.problems);
     doc.problems = registry
         .problems()

@@ -5,6 +5,7 @@ pub mod discovery;
 pub mod mirror;
 pub mod modules;
 pub mod providers;
+pub mod uploads;
 pub mod usage;
 
 use tfreg_core::{ProviderAddress, Version};
