@@ -21,6 +21,7 @@ mod show;
 mod status;
 mod sync;
 mod token;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -81,6 +82,9 @@ enum Command {
     /// Complete a working directory's lock file with every platform's hashes, from what the
     /// registry's mirror recorded (no package downloads).
     Lock(lock::LockArgs),
+    /// Check that the modules `terraform init` installed from a registry are the ones it
+    /// recorded at publish (their `h1:`): exit 0 all match, 1 a mismatch, 2 one unknown.
+    Verify(verify::VerifyArgs),
     /// Print the `h1:` and `zh:` hashes of provider packages, as lock files record them.
     Hash {
         /// Provider package zips.
@@ -144,6 +148,7 @@ fn main() -> ExitCode {
             Command::Redrive(args) => done(redrive::run(args).await),
             Command::Sync(args) => done(sync::run(args).await),
             Command::Lock(args) => done(lock::run(args).await),
+            Command::Verify(args) => verify::run(args).await,
             Command::Hash { files } => done(hash(files)),
         }
     });
