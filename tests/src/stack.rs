@@ -117,6 +117,9 @@ pub struct Stack {
     runtime: tokio::runtime::Runtime,
     stop: Option<tokio::sync::watch::Sender<bool>>,
     counting: Option<CountingProxy>,
+    /// Who uploaded each object version ([`Stack::upload_as`]), by key and version id: what
+    /// its events name as `userIdentity.principalId` (else [`events::PUBLISHER`]).
+    uploaders: std::sync::Mutex<BTreeMap<(String, String), String>>,
     _moto: Moto,
     dir: TempDir,
 }
@@ -270,6 +273,7 @@ impl Stack {
             runtime,
             stop: Some(stop),
             counting,
+            uploaders: Default::default(),
             _moto: moto,
             dir,
         }
@@ -282,6 +286,16 @@ impl Stack {
         let put = put.body(ByteStream::from(content.to_vec()));
         let out = self.runtime.block_on(put.send()).unwrap();
         out.version_id().unwrap_or("null").to_owned()
+    }
+
+    /// Uploads an object as the IAM `principal` would (`AWS:AIDA...` for a user,
+    /// `AWS:AROA...:session` for an assumed role): its events name that principal, as S3's
+    /// do. Returns its version id; no event is sent.
+    pub fn upload_as(&self, principal: &str, key: &str, content: &[u8]) -> String {
+        let version = self.upload(key, content);
+        let mut uploaders = self.uploaders.lock().unwrap();
+        uploaders.insert((key.to_owned(), version.clone()), principal.to_owned());
+        version
     }
 
     /// Uploads a signed release of `acme/TYPE` for `platforms` (its zips, SHA256SUMS and

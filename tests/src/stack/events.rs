@@ -1,22 +1,35 @@
 //! S3 event notifications as AWS sends them to the functions: keys URL-encoded, with the
-//! object's size, ETag, version id and a sequencer; one record per event unless batched.
+//! object's size, ETag, version id and a sequencer, and who uploaded it
+//! (`userIdentity.principalId`); one record per event unless batched.
 
 use serde_json::{json, Value};
 
 use super::Stack;
+
+/// The principal events name for objects not uploaded with [`Stack::upload_as`]: an IAM
+/// user's, as S3 reports it.
+pub const PUBLISHER: &str = "AWS:AIDASTACKPUBLISHER";
 
 impl Stack {
     /// An S3 event for the object's current state (created, or removed if it is gone).
     pub fn s3_event(&self, key: &str, sequence: usize) -> String {
         let head = self.s3.head_object().bucket(&self.bucket).key(key);
         let record = match self.runtime.block_on(head.send()) {
-            Ok(out) => created_record(
-                key,
-                out.content_length().unwrap_or(0),
-                out.e_tag().unwrap_or(""),
-                out.version_id().unwrap_or("null"),
-                sequence,
-            ),
+            Ok(out) => {
+                let version = out.version_id().unwrap_or("null");
+                let mut record = created_record(
+                    key,
+                    out.content_length().unwrap_or(0),
+                    out.e_tag().unwrap_or(""),
+                    version,
+                    sequence,
+                );
+                let uploaders = self.uploaders.lock().unwrap();
+                if let Some(principal) = uploaders.get(&(key.to_owned(), version.to_owned())) {
+                    record["principalId"] = json!(principal);
+                }
+                record
+            }
             Err(_) => json!({
                 "eventName": "ObjectRemoved:DeleteMarkerCreated",
                 "object": {
@@ -40,7 +53,9 @@ impl Stack {
                     "awsRegion": "us-east-1",
                     "eventTime": "2026-11-23T00:00:00.000Z",
                     "eventName": record["eventName"],
-                    "userIdentity": {"principalId": "AWS:PUBLISHER"},
+                    "userIdentity": {
+                        "principalId": record.get("principalId").unwrap_or(&json!(PUBLISHER)),
+                    },
                     "requestParameters": {"sourceIPAddress": "127.0.0.1"},
                     "responseElements": {"x-amz-request-id": "STACK", "x-amz-id-2": "STACK"},
                     "s3": {
