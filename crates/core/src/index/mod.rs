@@ -241,6 +241,10 @@ impl Indexer {
                     }
                     (None, _) => {}
                 }
+                // A policy's allowed_publishers judge the namespace's files again (uploads).
+                if let Artifact::NamespacePolicy { namespace } = &artifact {
+                    self.rejudge_publishers(namespace).await?;
+                }
                 return Ok(outcome);
             }
         }

@@ -214,6 +214,68 @@ impl Indexer {
     }
 }
 
+impl Indexer {
+    /// Judges again every version file of `namespace` the index knows (recorded, or refused
+    /// with a problem), after its policy file changed: a new `allowed_publishers` takes
+    /// away what others uploaded, a wider one serves what it refused. Each file is indexed
+    /// as its own event would ([`Indexer::index_key`]): a recorded revision is not read
+    /// again.
+    pub(super) async fn rejudge_publishers(
+        &self,
+        namespace: &crate::names::Namespace,
+    ) -> Result<(), StoreError> {
+        use crate::store::partition;
+        let mut keys = std::collections::BTreeSet::new();
+        for address in self.namespace_modules(namespace).await? {
+            for record in self.metadata.query(&partition::module(&address)).await? {
+                match record {
+                    Record::ModuleArchive(r) => keys.insert(r.key),
+                    Record::Notice(r) => keys.insert(r.key),
+                    _ => false,
+                };
+            }
+        }
+        for listed in self
+            .metadata
+            .query(&partition::namespace(namespace))
+            .await?
+        {
+            let Record::NamespaceProvider(provider) = listed else {
+                continue;
+            };
+            for record in self.metadata.query(&partition::provider(&provider)).await? {
+                match record {
+                    Record::Package(r) => keys.insert(r.key),
+                    Record::Sums(r) => keys.insert(r.key),
+                    Record::Signature(r) => keys.insert(r.key),
+                    Record::Manifest(r) => keys.insert(r.key),
+                    Record::Notice(r) => keys.insert(r.key),
+                    _ => false,
+                };
+            }
+        }
+        for record in self.metadata.query(partition::PROBLEMS).await? {
+            let Record::Problem(problem) = record else {
+                continue;
+            };
+            if let Classified::Artifact(artifact) = classify(&problem.key) {
+                if version_of(&artifact).is_some_and(|(t, _)| namespace_of(&t) == namespace) {
+                    keys.insert(problem.key);
+                }
+            }
+        }
+        let mut first_failure = None;
+        for key in keys {
+            // Boxed: indexing a key may come back here (a policy file's own event).
+            if let Err(e) = Box::pin(self.index_key(&key)).await {
+                tracing::error!(key, error = %e, "could not judge the file's uploader again");
+                first_failure.get_or_insert(e);
+            }
+        }
+        first_failure.map_or(Ok(()), Err)
+    }
+}
+
 #[cfg(test)]
 #[path = "uploads_tests.rs"]
 mod tests;

@@ -192,3 +192,42 @@ async fn a_late_event_of_an_older_revision_never_speaks_for_the_current_one() {
         "{outcome:?}"
     );
 }
+
+#[tokio::test]
+async fn a_policy_change_judges_the_namespace_again_both_ways() {
+    let w = world();
+    let (ci, dev) = (
+        "modules/acme/net/aws/1.0.0.tar.gz",
+        "modules/acme/net/aws/1.1.0.tar.gz",
+    );
+    w.upload_as(Some("AWS:AROAEXAMPLE:ci-1"), ci).await;
+    w.upload_as(Some("AWS:AIDADEV"), dev).await;
+    assert!(w.served(ci).await && w.served(dev).await);
+    // A list that leaves the developer out takes their version away,
+    let policy = "keys/acme/policy.json";
+    w.artifacts.put(
+        policy,
+        br#"{"allowed_publishers": ["AWS:AROAEXAMPLE:ci-*"]}"#.to_vec(),
+    );
+    w.indexer.index_key(policy).await.unwrap();
+    assert!(w.served(ci).await);
+    assert!(!w.served(dev).await);
+    let problem = w.metadata.get(&RecordId::problem(dev)).await.unwrap();
+    assert!(
+        matches!(&problem, Some(Record::Problem(p)) if p.problem.contains("AWS:AIDADEV")),
+        "{problem:?}"
+    );
+    // and one that lets them in serves it again.
+    w.artifacts.put(
+        policy,
+        br#"{"allowed_publishers": ["AWS:AROAEXAMPLE:ci-*", "AWS:AIDADEV"]}"#.to_vec(),
+    );
+    w.indexer.index_key(policy).await.unwrap();
+    assert!(w.served(dev).await);
+    assert!(w
+        .metadata
+        .get(&RecordId::problem(dev))
+        .await
+        .unwrap()
+        .is_none());
+}
