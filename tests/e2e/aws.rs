@@ -234,6 +234,8 @@ async fn a_partition_larger_than_one_query_page_is_read_whole() {
             description: None,
             docs: None,
             secret_shaped: None,
+            h1: None,
+            signed_by: None,
         });
         tfreg_core::MetadataStore::put(aws.metadata.as_ref(), record)
             .await

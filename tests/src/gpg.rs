@@ -63,6 +63,12 @@ impl Gpg {
         self.gpg(&["--armor", "--export", email]).stdout
     }
 
+    /// The ASCII-armored secret key of `email` (unprotected), as `tfreg publish module
+    /// --sign` reads it.
+    pub fn export_secret(&self, email: &str) -> Vec<u8> {
+        self.gpg(&["--armor", "--export-secret-keys", email]).stdout
+    }
+
     /// The 16-hex-digit key ID of `email`'s primary key.
     pub fn key_id(&self, email: &str) -> String {
         let out = self.gpg(&["--list-keys", "--with-colons", email]).stdout;

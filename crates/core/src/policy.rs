@@ -28,14 +28,17 @@ pub struct NamespacePolicy {
 }
 
 impl NamespacePolicy {
-    /// The strict reading applied while the namespace's policy file is refused (or two
-    /// files claim the namespace): a broken file that meant to require signatures or to
-    /// restrict publishers must not silently stop doing so. Unsigned modules are refused and
-    /// no publisher is allowed, until the file is fixed.
-    pub fn strict() -> Self {
+    /// The reading applied while the namespace's policy file is refused (or two files claim
+    /// the namespace), given the last policy the file held that was not (`None`: never one):
+    /// a broken file must not silently stop what the namespace required. Unsigned modules
+    /// are refused whatever the last policy said (the broken file may have meant to require
+    /// signatures); publishers are restricted as the last good policy restricted them (a
+    /// typo never unpublishes what its publishers were allowed to publish, nor lets others
+    /// in).
+    pub fn strict(last_good: Option<&NamespacePolicy>) -> Self {
         Self {
             require_signed_modules: true,
-            allowed_publishers: Some(Vec::new()),
+            allowed_publishers: last_good.and_then(|p| p.allowed_publishers.clone()),
         }
     }
 
@@ -196,10 +199,15 @@ mod tests {
     }
 
     #[test]
-    fn the_strict_reading_requires_signatures_and_allows_no_publisher() {
-        let strict = NamespacePolicy::strict();
+    fn the_strict_reading_requires_signatures_and_keeps_the_last_publishers() {
+        let strict = NamespacePolicy::strict(None);
         assert!(strict.require_signed_modules);
-        assert!(!strict.allows_publisher(Some("AWS:AIDAEXAMPLE")));
-        assert!(!strict.allows_publisher(None));
+        assert!(strict.allows_publisher(Some("AWS:AIDAEXAMPLE")));
+        let last =
+            NamespacePolicy::parse(br#"{"allowed_publishers": ["AWS:AIDAEXAMPLE"]}"#).unwrap();
+        let strict = NamespacePolicy::strict(Some(&last));
+        assert!(strict.require_signed_modules);
+        assert!(strict.allows_publisher(Some("AWS:AIDAEXAMPLE")));
+        assert!(!strict.allows_publisher(Some("AWS:AIDAOTHER")));
     }
 }

@@ -2,7 +2,8 @@
 //! recorded, and its change judges every module version of the namespace again (as a key's
 //! change verifies its releases again). A refused file is a problem record, and while it is
 //! refused the strict reading applies ([`NamespacePolicy::strict`]): a broken file that meant
-//! to require signatures never silently stops requiring them.
+//! to require signatures never silently stops requiring them, and publishers stay restricted
+//! as the file's last good policy restricted them.
 
 use super::{Indexer, Small};
 use crate::names::{ModuleAddress, Namespace};
@@ -49,8 +50,8 @@ impl Indexer {
             .iter()
             .map(|p| (p.key.clone(), p.revision.clone()))
             .collect();
-        let strict = |file: &str, reason: String| PolicyState {
-            policy: NamespacePolicy::strict(),
+        let strict = |file: &str, reason: String, last: Option<&NamespacePolicy>| PolicyState {
+            policy: NamespacePolicy::strict(last),
             file: Some(file.to_owned()),
             refused: Some(reason),
             fingerprint: Vec::new(),
@@ -64,7 +65,7 @@ impl Indexer {
                     refused: None,
                     fingerprint: Vec::new(),
                 },
-                Err(reason) => strict(&one.key, reason.clone()),
+                Err(reason) => strict(&one.key, reason.clone(), one.last_good.as_ref()),
             },
             // `keys/Acme/policy.json` and `keys/acme/policy.json`: one namespace, two files.
             [first, second, ..] => strict(
@@ -75,6 +76,7 @@ impl Indexer {
                     first.key,
                     second.key
                 ),
+                None,
             ),
         };
         state.fingerprint = fingerprint;
@@ -89,6 +91,10 @@ impl Indexer {
         namespace: &Namespace,
     ) -> Result<Option<String>, StoreError> {
         let id = RecordId::policy(namespace, key);
+        let last_good = match self.metadata.get(&id).await? {
+            Some(Record::Policy(known)) => known.verdict.ok().or(known.last_good),
+            _ => None,
+        };
         let (record, problem) = match self.read_small(key, MAX_POLICY_BYTES).await? {
             Small::Missing => (None, None),
             Small::Unreadable(reason, meta) => (
@@ -97,19 +103,25 @@ impl Indexer {
                     key: key.to_owned(),
                     revision: meta.revision,
                     verdict: Err(reason.clone()),
+                    last_good,
                 })),
                 Some(reason),
             ),
             Small::Bytes(bytes, meta) => {
                 let verdict = NamespacePolicy::parse(&bytes);
                 let problem = verdict.as_ref().err().map(|reason| {
-                    format!("{reason}; until it is fixed, the namespace's unsigned modules are refused and no upload is accepted")
+                    format!("{reason}; until it is fixed, the namespace's unsigned modules are refused, and publishers are restricted as the last policy accepted restricted them")
                 });
+                let last_good = match &verdict {
+                    Ok(_) => None,
+                    Err(_) => last_good,
+                };
                 let record = Record::Policy(PolicyRecord {
                     namespace: namespace.clone(),
                     key: key.to_owned(),
                     revision: meta.revision,
                     verdict,
+                    last_good,
                 });
                 (Some(record), problem)
             }

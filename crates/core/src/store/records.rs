@@ -369,6 +369,9 @@ pub struct PolicyRecord {
     /// The policy, or why the file is refused (then the strict reading applies:
     /// [`crate::policy::NamespacePolicy::strict`]).
     pub verdict: Result<crate::policy::NamespacePolicy, String>,
+    /// The last policy this file held that was not refused, kept while it is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_good: Option<crate::policy::NamespacePolicy>,
 }
 
 /// Who uploaded one revision of a version's file, as its S3 event notification said
