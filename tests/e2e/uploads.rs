@@ -2,10 +2,13 @@
 //! `userIdentity.principalId` from S3 events shaped as AWS sends them, records it per file
 //! revision, shows it in `tfreg status --table` and in the read API to a token that reads
 //! the namespace (and to no other), and a namespace policy's `allowed_publishers` refuses
-//! another principal's upload with the reason while an allowed one's is served.
+//! another principal's upload with the reason while an allowed one's is served. The local
+//! shape records no uploader: it says so, and a list refuses what it cannot attribute.
+
+use std::time::Duration;
 
 use tfreg_e2e::stack::{Stack, StackOptions};
-use tfreg_e2e::{client_trusting, tar_gz};
+use tfreg_e2e::{client_trusting, publish, tar_gz, wait_until, Server, TempDir};
 
 const CI: &str = "AWS:AROAEXAMPLECIROLE:ci-4821";
 const MALLORY: &str = "AWS:AIDAEXAMPLEMALLORY";
@@ -116,4 +119,65 @@ fn uploaders_are_recorded_shown_to_namespace_readers_and_held_to_the_policy() {
         "{versions}\n{}",
         stack.log("indexer")
     );
+}
+
+#[test]
+fn the_local_shape_records_no_uploader_and_says_so() {
+    // Given a data directory with a module in acme, and one in beta, whose policy lists
+    // allowed publishers (which a data directory cannot attribute),
+    let data = TempDir::new().unwrap();
+    let (acme, beta) = (
+        "modules/acme/net/aws/1.0.0.tar.gz",
+        "modules/beta/net/aws/1.0.0.tar.gz",
+    );
+    publish(data.path(), acme, &module("1.0.0"));
+    publish(data.path(), beta, &module("b"));
+    publish(
+        data.path(),
+        "keys/beta/policy.json",
+        br#"{"allowed_publishers": ["AWS:AIDAEXAMPLEUSER"]}"#,
+    );
+    // then tfreg status says no uploader is recorded, and refuses beta's module for it,
+    let dir = data.path().to_str().unwrap();
+    let status = tfreg_e2e::tfreg_status(&["--data", dir], &[]);
+    assert!(
+        status.contains("Uploaders: not recorded (local data directory"),
+        "{status}"
+    );
+    let refusal = status
+        .lines()
+        .skip_while(|l| !l.contains(beta))
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    assert!(refusal.contains("uploader is not recorded"), "{status}");
+    assert!(refusal.contains("keys/beta/policy.json"), "{status}");
+
+    // a private server has no uploads to show a reader of acme,
+    let server = Server::start_private(data.path(), &[]);
+    let token = server.create_token(&["--namespace", "acme"]);
+    let get = |server: &Server, path: &str, token: Option<&str>| {
+        let mut request = server.client().get(format!("{}{path}", server.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    };
+    let served = wait_until(Duration::from_secs(20), || {
+        get(&server, "/v1/modules/acme/net/aws/versions", Some(&token)).0 == 200
+    });
+    assert!(served);
+    let (code, body) = get(
+        &server,
+        "/v1/modules/acme/net/aws/1.0.0/uploads",
+        Some(&token),
+    );
+    assert_eq!(code, 404, "{body}");
+    drop(server);
+    // and a public one shows uploaders to nobody.
+    let public = Server::start(data.path(), &[]);
+    let (code, body) = get(&public, "/v1/modules/acme/net/aws/1.0.0/uploads", None);
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("uploaders are shown only"), "{body}");
 }
