@@ -13,6 +13,7 @@ use base64::Engine;
 use pgp::composed::{Deserializable, SignedPublicKey};
 use pgp::types::Tag;
 
+use tfreg_core::attachments::AttachmentFile;
 use tfreg_core::layout::{classify, Artifact, Classified, NoticeTarget};
 use tfreg_core::names::{ModuleName, ModuleSystem, PlatformPart, ProviderType};
 use tfreg_core::{
@@ -77,7 +78,10 @@ pub fn layout_key(data: &[u8]) {
         Artifact::ModuleArchive {
             address, version, ..
         }
-        | Artifact::ModuleMetadata { address, version } => {
+        | Artifact::ModuleMetadata { address, version }
+        | Artifact::ModuleSignature {
+            address, version, ..
+        } => {
             reparses_module(address);
             reparses_version(version);
         }
@@ -99,6 +103,9 @@ pub fn layout_key(data: &[u8]) {
         }
         Artifact::Notice {
             target, version, ..
+        }
+        | Artifact::Attachment {
+            target, version, ..
         } => {
             match target {
                 NoticeTarget::Module { address } => reparses_module(address),
@@ -106,7 +113,7 @@ pub fn layout_key(data: &[u8]) {
             }
             reparses_version(version);
         }
-        Artifact::SigningKey { namespace } => {
+        Artifact::SigningKey { namespace } | Artifact::NamespacePolicy { namespace } => {
             assert_eq!(Namespace::parse(namespace.as_str()).as_ref(), Ok(namespace));
         }
         Artifact::MirrorPackage {
@@ -137,6 +144,12 @@ fn canonical_key(artifact: &Artifact) -> String {
         Artifact::ModuleMetadata { address, version } => {
             format!("modules/{address}/{version}.json")
         }
+        Artifact::ModuleSignature {
+            address,
+            version,
+            format,
+        } => format!("modules/{address}/{version}{}.sig", format.suffix()),
+        Artifact::NamespacePolicy { namespace } => format!("keys/{namespace}/policy.json"),
         Artifact::Notice {
             target: NoticeTarget::Module { address },
             version,
@@ -147,6 +160,24 @@ fn canonical_key(artifact: &Artifact) -> String {
             version,
             kind,
         } => format!("providers/{provider}/{version}/{}", kind.provider_file()),
+        Artifact::Attachment {
+            target,
+            version,
+            file,
+        } => {
+            let name = match file {
+                AttachmentFile::Document(kind) => format!("a{}", kind.suffixes()[0]),
+                AttachmentFile::Signature => "a.intoto.jsonl.sig".to_owned(),
+            };
+            match target {
+                NoticeTarget::Module { address } => {
+                    format!("modules/{address}/{version}.attachments/{name}")
+                }
+                NoticeTarget::Provider { provider } => {
+                    format!("providers/{provider}/{version}/attachments/{name}")
+                }
+            }
+        }
         Artifact::ProviderPackage {
             provider,
             version,

@@ -116,8 +116,7 @@ fn pattern_problem(pattern: &str) -> Option<String> {
         .find(|c| !c.is_ascii_graphic() || matches!(c, '?' | '[' | ']'))
     {
         return Some(format!(
-            "holds {:?}: patterns are printable ASCII without spaces, and `*` is the only wildcard",
-            c
+            "holds {c:?}: patterns are printable ASCII without spaces, and `*` is the only wildcard"
         ));
     }
     None
