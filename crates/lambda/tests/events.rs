@@ -359,3 +359,23 @@ async fn responses_come_back_as_api_gateway_expects_them() {
         "{json}"
     );
 }
+
+#[test]
+fn the_indexer_reads_the_uploader_as_tfreg_redrive_does() {
+    // The function's events go through aws_lambda_events, redriven ones through
+    // tfreg_core::s3_event: both name the same uploader and revision.
+    let text = read("events/s3-put-module.json");
+    let event: S3Event = serde_json::from_str(&text).unwrap();
+    let function = tfreg_lambda::event_uploads("tfreg-artifacts", event).unwrap();
+    let redriven = tfreg_core::s3_event::parse(&text, "tfreg-artifacts").unwrap();
+    assert_eq!(function, redriven);
+    let upload = function[0].upload().unwrap();
+    assert_eq!(upload.principal, "AWS:AIDAEXAMPLE");
+    assert_eq!(upload.revision, "v:3HL4kqtJlcpXroDTDmJ-rmSpXd3dIbrHY");
+    // A principal ID that is not one is an unknown uploader, not an error.
+    let hostile = text.replace("AWS:AIDAEXAMPLE", "AWS:A\\u001b[2J");
+    let event: S3Event = serde_json::from_str(&hostile).unwrap();
+    let function = tfreg_lambda::event_uploads("tfreg-artifacts", event).unwrap();
+    assert_eq!(function[0].principal, None);
+    assert_eq!(function[0].upload(), None);
+}
