@@ -46,6 +46,26 @@ fn as_published(key: &str, content: &[u8]) -> Vec<u8> {
     }
 }
 
+/// The `hashes` a module version published by [`given`] under `key` carries, computed here
+/// from its one file: `h1:` of the tree it unpacks to (`main.tf` alone), `zh:` of the archive.
+fn hashes_of(key: &str) -> Value {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let hex = |bytes: &[u8]| {
+        Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let main = [b"# ", key.as_bytes()].concat();
+    let line = format!("{}  main.tf\n", hex(&main));
+    let h1 = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(line.as_bytes()));
+    json!([
+        format!("h1:{h1}"),
+        format!("zh:{}", hex(&as_published(key, key.as_bytes())))
+    ])
+}
+
 /// A registry holding the module archives `modules` (keys), and `files`, indexed; it
 /// requires tokens.
 async fn given(modules: &[&str], files: Vec<(String, Vec<u8>)>) -> Given {
@@ -261,6 +281,7 @@ async fn a_versions_details_answer_every_field() {
             "examples": [part("examples/simple")],
             "providers": ["aws", "azurerm"],
             "versions": ["1.0.0", "1.2.0", "2.0.0-rc.1"],
+            "hashes": hashes_of(NETWORK[1]),
         })
     );
 }
@@ -343,9 +364,10 @@ async fn versions_carry_the_source_where_the_publisher_gave_it() {
             // Module-wide, as Renovate reads it: the newest release's.
             "source": "https://git.example.com/acme/network",
             "versions": [
-                {"version": "1.0.0"},
-                {"version": "1.2.0", "source": "https://git.example.com/acme/network"},
-                {"version": "2.0.0-rc.1"},
+                {"version": "1.0.0", "hashes": hashes_of(NETWORK[0])},
+                {"version": "1.2.0", "source": "https://git.example.com/acme/network",
+                 "hashes": hashes_of(NETWORK[1])},
+                {"version": "2.0.0-rc.1", "hashes": hashes_of(NETWORK[2])},
             ]
         }]})
     );
