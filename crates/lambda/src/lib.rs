@@ -393,7 +393,9 @@ pub fn event_uploads(
         let raw_principal = record.principal_id.principal_id.as_deref();
         let principal = raw_principal.and_then(principal_id);
         if raw_principal.is_some() && principal.is_none() {
-            tracing::warn!("the event's principalId is not a principal ID: the uploader is unknown");
+            tracing::warn!(
+                "the event's principalId is not a principal ID: the uploader is unknown"
+            );
         }
         keys.push(EventKey {
             key: decode_event_key(raw)?,
