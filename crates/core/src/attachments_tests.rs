@@ -159,3 +159,46 @@ fn a_statement_without_a_sha256_digest_is_refused() {
     let reason = check(AttachmentKind::Provenance, b"\n\n").unwrap_err();
     assert!(reason.contains("no statement"), "{reason}");
 }
+
+#[test]
+fn attachment_keys_are_an_addition_to_the_layout() {
+    use crate::layout::{classify, Artifact, Classified};
+    let attachment = |key: &str| match classify(key) {
+        Classified::Artifact(Artifact::Attachment {
+            target,
+            version,
+            file,
+        }) => (target.to_string(), version.to_string(), file),
+        other => panic!("{key}: {other:?}"),
+    };
+    assert_eq!(
+        attachment("modules/Acme/network/aws/1.2.0.attachments/sbom.spdx.json"),
+        (
+            "module acme/network/aws".into(),
+            "1.2.0".into(),
+            AttachmentFile::Document(AttachmentKind::Spdx)
+        )
+    );
+    assert_eq!(
+        attachment("providers/acme/widget/1.0.0/attachments/build.intoto.jsonl.sig"),
+        (
+            "provider acme/widget".into(),
+            "1.0.0".into(),
+            AttachmentFile::Signature
+        )
+    );
+    // A name of no known kind is refused with the kinds it may have,
+    match classify("modules/acme/network/aws/1.2.0.attachments/notes.txt") {
+        Classified::Invalid(e) => assert!(e.to_string().contains(".spdx.json"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    // and a key one folder deeper that is not an attachments folder stays refused.
+    assert!(matches!(
+        classify("modules/acme/network/aws/1.2.0/sbom.spdx.json"),
+        Classified::Invalid(_)
+    ));
+    assert!(matches!(
+        classify("providers/acme/widget/1.0.0/docs/sbom.spdx.json"),
+        Classified::Invalid(_)
+    ));
+}
