@@ -42,6 +42,32 @@ pub(super) struct Judged {
     pub archive_problem: Option<String>,
 }
 
+impl Inputs {
+    /// The namespace's part: keys, then policy files.
+    fn namespace(&self) -> Vec<(String, String)> {
+        self.keys.iter().chain(&self.policy).cloned().collect()
+    }
+}
+
+/// The problems a verdict gives: a refusal is the `.sig` file's when there is one, else
+/// the archive's (no signature under a policy that requires one).
+fn judged_of(verdict: &ModuleSignatureVerdict, has_signature: bool) -> Judged {
+    match verdict {
+        ModuleSignatureVerdict::Refused(reason) if !has_signature => Judged {
+            signature_problem: None,
+            archive_problem: Some(reason.clone()),
+        },
+        ModuleSignatureVerdict::Refused(reason) => Judged {
+            signature_problem: Some(reason.clone()),
+            archive_problem: None,
+        },
+        _ => Judged {
+            signature_problem: None,
+            archive_problem: None,
+        },
+    }
+}
+
 impl Indexer {
     /// Judges the archive `archive_key` of a module version under the namespace's current
     /// keys and policy, records the verdict, pins a signature that verified, and sets the
@@ -56,6 +82,18 @@ impl Indexer {
         let sig_key = format!("{archive_key}{}", crate::layout::MODULE_SIGNATURE_SUFFIX);
         for _ in 0..3 {
             let before = self.inputs(address, &sig_key, archive_key).await?;
+            // Judged already with these very inputs (a replayed event): nothing is read.
+            let id = RecordId::module_signature(address, version, &sig_key);
+            if let Some(Record::ModuleSignature(known)) = self.metadata.get(&id).await? {
+                let archive_id = RecordId::module_archive(address, version, archive_key);
+                if known.revision == before.signature
+                    && known.archive_revision == before.archive
+                    && known.inputs == before.namespace()
+                    && self.metadata.get(&archive_id).await?.is_some()
+                {
+                    return Ok(judged_of(&known.verdict, known.revision.is_some()));
+                }
+            }
             let (judged, used, signed) = self
                 .judge_once(address, version, archive_key, &sig_key)
                 .await?;
@@ -75,6 +113,7 @@ impl Indexer {
                                 archive_key: archive_key.to_owned(),
                                 revision: Some(revision),
                                 archive_revision: used.1.clone(),
+                                inputs: after.namespace(),
                                 verdict: ModuleSignatureVerdict::Refused(refused.clone()),
                             }))
                             .await?;
@@ -195,20 +234,14 @@ impl Indexer {
                 }
             },
         };
-        let judged = match &verdict {
-            ModuleSignatureVerdict::Refused(reason) if sig_revision.is_none() => Judged {
-                signature_problem: None,
-                archive_problem: Some(reason.clone()),
-            },
-            ModuleSignatureVerdict::Refused(reason) => Judged {
-                signature_problem: Some(reason.clone()),
-                archive_problem: None,
-            },
-            _ => Judged {
-                signature_problem: None,
-                archive_problem: None,
-            },
-        };
+        let judged = judged_of(&verdict, sig_revision.is_some());
+        let inputs = Inputs {
+            signature: None,
+            archive: None,
+            keys: self.keys_fingerprint(&address.namespace).await?,
+            policy: policy.fingerprint.clone(),
+        }
+        .namespace();
         self.metadata
             .put(Record::ModuleSignature(ModuleSignatureRecord {
                 address: address.clone(),
@@ -217,6 +250,7 @@ impl Indexer {
                 archive_key: archive_key.to_owned(),
                 revision: sig_revision.clone(),
                 archive_revision: archive_revision.clone(),
+                inputs,
                 verdict,
             }))
             .await?;

@@ -338,6 +338,10 @@ pub struct ModuleSignatureRecord {
     pub revision: Option<String>,
     /// The archive revision judged.
     pub archive_revision: Option<String>,
+    /// The namespace's key and policy records (object key, revision) it was judged under:
+    /// a replayed event with the same inputs reads nothing again.
+    #[serde(default)]
+    pub inputs: Vec<(String, String)>,
     /// The verdict.
     pub verdict: ModuleSignatureVerdict,
 }
