@@ -249,6 +249,17 @@ fn browse(base: &str, token: &str, host: &str, key_id: &str, shape: &str) {
         assert_eq!(versions[i][1], today[..10], "{versions}");
         assert!(versions[i][2].as_str().unwrap().starts_with(&today[..10]));
     }
+    // The shown version's hashes, h1: then zh:, with how to check an installed copy.
+    assert_eq!(browser.count("#hashes li"), 2);
+    let (h1, zh) = (
+        browser.text("#hashes li:first-child"),
+        browser.text("#hashes li:last-child"),
+    );
+    assert!(h1.starts_with("h1:") && h1.len() == 47, "{h1}");
+    assert!(zh.starts_with("zh:") && zh.len() == 67, "{zh}");
+    assert!(browser
+        .text("#hashes-heading + ul + p")
+        .contains("tfreg verify"));
     let block = browser.text("#module-block");
     assert!(
         block.contains(&format!("source  = \"{host}/acme/vpc/aws\"")),
