@@ -230,6 +230,19 @@ fn attachments_are_checked_listed_linked_and_refused_with_reasons() {
         status(d)
     );
     assert!(!status(d).contains("waits for"));
+
+    // When the namespace's key is removed, the signed statement is no longer verified.
+    std::fs::remove_file(d.join("keys/acme/release.asc")).unwrap();
+    let details = "/v1/modules/acme/network/aws/1.0.0";
+    assert!(
+        wait_until(Duration::from_secs(15), || listed(&server, details)
+            .iter()
+            .any(
+                |a| a["filename"] == "build.intoto.jsonl" && a["verified"] == false
+            )),
+        "{:?}",
+        listed(&server, details)
+    );
 }
 
 #[test]

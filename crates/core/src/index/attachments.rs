@@ -286,6 +286,9 @@ impl Indexer {
                     format!("{folder}/{}/", attachments::PROVIDER_FOLDER),
                 )
             }
+            Artifact::SigningKey { namespace } => {
+                return self.judge_signed_attachments(namespace).await
+            }
             _ => return Ok(()),
         };
         let mut keys: Vec<String> = self
@@ -310,6 +313,49 @@ impl Indexer {
             if let Ok(AttachmentFile::Document(kind)) = attachments::parse_name(name) {
                 self.judge_again(&attachment, &target, version, kind)
                     .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Indexer {
+    /// After a change of a namespace's keys, judges every attachment recorded for its
+    /// modules and providers again, so "verified" follows a key's removal, revocation or
+    /// replacement. (Refused attachments are not: a signature never refuses one.)
+    async fn judge_signed_attachments(
+        &self,
+        namespace: &crate::names::Namespace,
+    ) -> Result<(), StoreError> {
+        let mut partitions = Vec::new();
+        for record in self
+            .metadata
+            .query(&partition::namespace_modules(namespace))
+            .await?
+        {
+            if let Record::NamespaceModule(summary) = record {
+                partitions.push((partition::module(&summary.address), None));
+            }
+        }
+        for record in self
+            .metadata
+            .query(&partition::namespace(namespace))
+            .await?
+        {
+            if let Record::NamespaceProvider(provider) = record {
+                partitions.push((partition::provider(&provider), Some("attachment/")));
+            }
+        }
+        for (partition, prefix) in partitions {
+            let records = match prefix {
+                Some(prefix) => self.metadata.query_prefix(&partition, prefix).await?,
+                None => self.metadata.query(&partition).await?,
+            };
+            for record in records {
+                if let Record::Attachment(a) = record {
+                    self.judge_again(&a.key, &a.target, &a.version, a.kind)
+                        .await?;
+                }
             }
         }
         Ok(())
