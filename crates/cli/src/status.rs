@@ -87,6 +87,9 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     .await?;
     // Only the AWS shape's indexer learns who uploaded a file (from its S3 event).
     doc.uploaders_recorded = matches!(backend, Backend::Aws(_));
+    if doc.uploaders_recorded {
+        report::uploads::add_uploads(&mut doc, indexed.metadata.as_ref()).await?;
+    }
     doc.upstream = tfreg_core::upstream::report::read_all(indexed.artifacts.as_ref(), &keys)
         .await
         .into_iter()

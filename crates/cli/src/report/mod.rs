@@ -301,7 +301,6 @@ pub async fn build(
         doc.mirror
             .extend(mirror_status(registry, hostname, provider).await?);
     }
-    uploads::add_uploads(&mut doc, metadata).await?;
     let beside_served = std::mem::take(&mut doc.problems);
     doc.problems = registry
         .problems()

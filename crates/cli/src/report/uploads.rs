@@ -1,6 +1,8 @@
 //! Who uploaded each served version's files, in the status document: the upload records
 //! the AWS indexer keeps ([`tfreg_core::store::UploadRecord`]) of the revisions served, one
-//! query per module or provider. A data directory records none: the text says so.
+//! query per module or provider, added by `tfreg status` on AWS only (the documents `tfreg
+//! serve` and `tfreg publish` keep do without). A data directory records none: the text
+//! says so.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -121,7 +123,7 @@ async fn uploads_of(
 /// The text section: each served version's uploaders, or why none are known. Every value
 /// is escaped.
 pub fn text(out: &mut String, doc: &StatusDoc) -> std::fmt::Result {
-    if doc.uploads.is_empty() {
+    if doc.modules.is_empty() && doc.providers.is_empty() {
         return Ok(());
     }
     if !doc.uploaders_recorded {
@@ -129,6 +131,9 @@ pub fn text(out: &mut String, doc: &StatusDoc) -> std::fmt::Result {
             out,
             "\nUploaders: not recorded (local data directory: only the AWS shape records who uploaded each file, from its S3 event)"
         );
+    }
+    if doc.uploads.is_empty() {
+        return Ok(());
     }
     writeln!(
         out,
@@ -167,4 +172,59 @@ pub fn text(out: &mut String, doc: &StatusDoc) -> std::fmt::Result {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ModuleStatus;
+
+    fn upload(key: &str, principal: Option<&str>) -> UploadStatus {
+        UploadStatus {
+            kind: "provider".into(),
+            address: "acme/widget".into(),
+            version: "1.0.0".into(),
+            key: key.into(),
+            revision: "v:1".into(),
+            principal: principal.map(str::to_owned),
+            uploaded_at: Some("2026-11-28T12:00:00.000Z".into()),
+        }
+    }
+
+    #[test]
+    fn uploaders_are_grouped_per_version_and_escaped() {
+        let mut doc = StatusDoc {
+            modules: vec![ModuleStatus::default()],
+            uploaders_recorded: true,
+            ..StatusDoc::default()
+        };
+        doc.uploads = vec![
+            upload("a", Some("AWS:AROAEXAMPLE:ci-1")),
+            upload("b", Some("AWS:AROAEXAMPLE:ci-1")),
+            upload("c", None),
+            UploadStatus {
+                kind: "module".into(),
+                address: "acme/net/aws".into(),
+                principal: Some("AWS:A\u{1b}[2J".into()),
+                ..upload("m", None)
+            },
+        ];
+        let mut out = String::new();
+        text(&mut out, &doc).unwrap();
+        assert!(out.contains(
+            "provider acme/widget 1.0.0: AWS:AROAEXAMPLE:ci-1 (2 files), not recorded (1 files)"
+        ), "{out}");
+        assert!(
+            out.contains("module acme/net/aws 1.0.0: AWS:A\\u{1b}[2J at 2026-11-28T12:00:00.000Z"),
+            "{out}"
+        );
+        // A data directory records none, and says so.
+        doc.uploaders_recorded = false;
+        let mut out = String::new();
+        text(&mut out, &doc).unwrap();
+        assert!(
+            out.contains("Uploaders: not recorded (local data directory"),
+            "{out}"
+        );
+    }
 }
