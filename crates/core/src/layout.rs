@@ -881,7 +881,10 @@ mod tests {
                     ..
                 },
             ) => {
-                assert_eq!(artifact.to_string(), "module acme/network/aws 1.2.0 signature");
+                assert_eq!(
+                    artifact.to_string(),
+                    "module acme/network/aws 1.2.0 signature"
+                );
                 assert_eq!(
                     pin_slot(&artifact).as_deref(),
                     Some("module-signature/acme/network/aws/1.2.0")

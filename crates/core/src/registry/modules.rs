@@ -366,12 +366,11 @@ impl Registry {
             hashes: archive.hashes(),
             // The route adds them: their URLs name the origin the request reached.
             attachments: Vec::new(),
-            signed_by: archive
-                .signed_by
-                .as_ref()
-                .map(|by| crate::protocol::details::ModuleSigner {
+            signed_by: archive.signed_by.as_ref().map(|by| {
+                crate::protocol::details::ModuleSigner {
                     key_id: by.key_id.clone(),
-                }),
+                }
+            }),
         };
         Ok(ModulePage { details, published })
     }

@@ -299,7 +299,9 @@ impl Record {
             Record::NamespaceModule(m) => RecordId::namespace_module(&m.address),
             Record::ProviderDocs(d) => RecordId::provider_docs(&d.provider, &d.version),
             Record::Notice(n) => RecordId::notice(&n.target, &n.version, &n.key),
-            Record::ModuleSignature(s) => RecordId::module_signature(&s.address, &s.version, &s.key),
+            Record::ModuleSignature(s) => {
+                RecordId::module_signature(&s.address, &s.version, &s.key)
+            }
             Record::Policy(p) => RecordId::policy(&p.namespace, &p.key),
             Record::NamespaceModuleSeen(a) => RecordId::namespace_module_seen(a),
             Record::Attachment(a) => RecordId::attachment(&a.target, &a.version, &a.key),

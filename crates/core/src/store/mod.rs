@@ -24,12 +24,12 @@ pub use keys::{partition, RecordId, RELEASE_PREFIX};
 pub use metadata::{Document, Expected, MetadataReader, MetadataStore};
 pub use records::AttachmentRecord;
 pub use records::UploadRecord;
-pub use records::{ModuleSignatureRecord, ModuleSignatureVerdict, PolicyRecord};
 pub use records::{
     file_name, KeyRecord, ManifestRecord, ModuleArchive, ModuleSummary, NoticeRecord,
     PackageRecord, PinRecord, ProblemRecord, ProviderDocsRecord, Record, SignatureRecord, SignedBy,
     SumsRecord,
 };
+pub use records::{ModuleSignatureRecord, ModuleSignatureVerdict, PolicyRecord};
 pub use writer::ArtifactWriter;
 
 /// Where the client reached the registry; kept here too for the paths that name it so.
