@@ -55,6 +55,9 @@ fn version_of(artifact: &Artifact) -> Option<(NoticeTarget, Version)> {
         ),
         Artifact::Notice {
             target, version, ..
+        }
+        | Artifact::Attachment {
+            target, version, ..
         } => (target.clone(), version.clone()),
         _ => return None,
     })
@@ -82,6 +85,9 @@ fn record_of(artifact: &Artifact, key: &str) -> Option<RecordId> {
         Artifact::Notice {
             target, version, ..
         } => RecordId::notice(target, version, key),
+        Artifact::Attachment {
+            target, version, ..
+        } => RecordId::attachment(target, version, key),
         _ => return None,
     })
 }
