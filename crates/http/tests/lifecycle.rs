@@ -112,11 +112,26 @@ async fn the_read_api_shows_deprecations_and_withdrawn_versions_and_terraforms_a
     assert_eq!(latest["deprecated_versions"], json!({"1.0.0": deprecation}));
 
     // Terraform's module answers carry none of it (Terraform reads no such field there);
+    // each entry holds its version and its hashes, nothing of the deprecation.
     let versions = json(&app, "/v1/modules/acme/network/aws/versions").await;
-    assert_eq!(
-        versions,
-        json!({"modules": [{"versions": [{"version": "1.0.0"}, {"version": "1.1.0"}]}]})
-    );
+    let entries = versions["modules"][0]["versions"]
+        .as_array()
+        .expect("a list");
+    let listed: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["version"].as_str())
+        .collect();
+    assert_eq!(listed, ["1.0.0", "1.1.0"], "{versions}");
+    for entry in entries {
+        let mut keys: Vec<&str> = entry
+            .as_object()
+            .expect("an entry")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["hashes", "version"], "{versions}");
+    }
     // a provider's versions list carries `warnings`, which Terraform prints on `init`,
     // escaped for a terminal.
     let versions = json(&app, "/v1/providers/acme/widget/versions").await;

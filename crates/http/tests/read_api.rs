@@ -282,6 +282,8 @@ async fn a_versions_details_answer_every_field() {
             "providers": ["aws", "azurerm"],
             "versions": ["1.0.0", "1.2.0", "2.0.0-rc.1"],
             "hashes": hashes_of(NETWORK[1]),
+            "signed_by": null,
+            "attachments": [],
         })
     );
 }
@@ -640,6 +642,7 @@ async fn provider_details_answer_platforms_protocols_versions_and_publish_time()
             "platforms": [{"os": "darwin", "arch": "arm64"}, {"os": "linux", "arch": "amd64"}],
             "versions": ["1.0.0", "2.0.0"],
             "key_id": "6ED38C978424D2D4",
+            "attachments": [],
         })
     );
     let latest = ok(&g.app, "/v1/providers/acme/widget", &token).await;
