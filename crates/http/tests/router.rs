@@ -173,12 +173,31 @@ async fn versions_lists_every_published_version_in_order_whatever_the_case() {
     ] {
         let reply = get(&g.app, uri).await;
         assert_eq!(reply.status, StatusCode::OK, "{uri}");
+        let listing = reply.json();
+        let entries = listing["modules"][0]["versions"]
+            .as_array()
+            .expect("a list");
+        let versions: Vec<&str> = entries
+            .iter()
+            .filter_map(|e| e["version"].as_str())
+            .collect();
         assert_eq!(
-            reply.json(),
-            serde_json::json!({"modules": [{"versions": [
-                {"version": "1.0.0"}, {"version": "1.2.0"}, {"version": "1.10.0"}, {"version": "2.0.0-rc.1"}
-            ]}]})
+            versions,
+            ["1.0.0", "1.2.0", "1.10.0", "2.0.0-rc.1"],
+            "{listing}"
         );
+        // each with the h1: and zh: its archive was recorded with
+        for entry in entries {
+            let hashes = entry["hashes"].as_array().expect("hashes");
+            assert!(
+                hashes[0].as_str().is_some_and(|h| h.starts_with("h1:")),
+                "{entry}"
+            );
+            assert!(
+                hashes[1].as_str().is_some_and(|h| h.starts_with("zh:")),
+                "{entry}"
+            );
+        }
     }
 }
 
