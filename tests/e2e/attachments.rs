@@ -133,7 +133,7 @@ fn attachments_are_checked_listed_linked_and_refused_with_reasons() {
     let server = Server::start(d, &["--hostname", HOST]);
     let details = "/v1/modules/acme/network/aws/1.0.0";
     assert!(
-        wait_until(Duration::from_secs(20), || listed(&server, details).len()
+        wait_until(Duration::from_secs(60), || listed(&server, details).len()
             == 3),
         "{:?}\n{}",
         listed(&server, details),
@@ -216,7 +216,7 @@ fn attachments_are_checked_listed_linked_and_refused_with_reasons() {
     server.publish(early, &statement("1.1.0.tar.gz", &sha256_hex(&module)));
     // it waits for the archive,
     assert!(
-        wait_until(Duration::from_secs(15), || status(d).contains("waits for")),
+        wait_until(Duration::from_secs(60), || status(d).contains("waits for")),
         "{}",
         status(d)
     );
@@ -224,7 +224,7 @@ fn attachments_are_checked_listed_linked_and_refused_with_reasons() {
     server.publish("modules/acme/network/aws/1.1.0.tar.gz", &module);
     let details = "/v1/modules/acme/network/aws/1.1.0";
     assert!(
-        wait_until(Duration::from_secs(15), || listed(&server, details).len()
+        wait_until(Duration::from_secs(60), || listed(&server, details).len()
             == 1),
         "{}",
         status(d)
@@ -235,7 +235,7 @@ fn attachments_are_checked_listed_linked_and_refused_with_reasons() {
     std::fs::remove_file(d.join("keys/acme/release.asc")).unwrap();
     let details = "/v1/modules/acme/network/aws/1.0.0";
     assert!(
-        wait_until(Duration::from_secs(15), || listed(&server, details)
+        wait_until(Duration::from_secs(60), || listed(&server, details)
             .iter()
             .any(
                 |a| a["filename"] == "build.intoto.jsonl" && a["verified"] == false

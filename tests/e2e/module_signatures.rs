@@ -68,7 +68,7 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     // when the registry serves them,
     let mut server = Server::start(d, &["--hostname", HOST]);
     assert!(
-        wait_until(Duration::from_secs(20), || server
+        wait_until(Duration::from_secs(60), || server
             .module_versions("acme/plain/aws")
             .len()
             == 1),
@@ -122,7 +122,7 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     );
     // the unsigned module is no longer served, with the reason naming the policy file,
     assert!(
-        wait_until(Duration::from_secs(20), || server
+        wait_until(Duration::from_secs(60), || server
             .module_versions("acme/plain/aws")
             .is_empty()),
         "{}",
@@ -170,7 +170,7 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     );
     assert!(d.join("modules/acme/plain/aws/2.0.0.tar.gz.sig").is_file());
     assert!(
-        wait_until(Duration::from_secs(20), || server
+        wait_until(Duration::from_secs(60), || server
             .module_versions("acme/plain/aws")
             == ["2.0.0"]),
         "{}",
@@ -195,7 +195,7 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
         br#"{"require_signed_module": false}"#,
     );
     assert!(
-        wait_until(Duration::from_secs(20), || status(d)
+        wait_until(Duration::from_secs(60), || status(d)
             .contains("unknown field")),
         "{}",
         status(d)

@@ -164,7 +164,7 @@ fn the_local_shape_records_no_uploader_and_says_so() {
         let response = request.send().unwrap();
         (response.status().as_u16(), response.text().unwrap())
     };
-    let served = wait_until(Duration::from_secs(20), || {
+    let served = wait_until(Duration::from_secs(60), || {
         get(&server, "/v1/modules/acme/net/aws/versions", Some(&token)).0 == 200
     });
     assert!(served);

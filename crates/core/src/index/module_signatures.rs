@@ -83,8 +83,10 @@ impl Indexer {
         for _ in 0..3 {
             let before = self.inputs(address, &sig_key, archive_key).await?;
             // Judged already with these very inputs (a replayed event): nothing is read.
-            let id = RecordId::module_signature(address, version, &sig_key);
-            if let Some(Record::ModuleSignature(known)) = self.metadata.get(&id).await? {
+            if let Some(known) = self
+                .module_signature_record(address, version, &sig_key)
+                .await?
+            {
                 let archive_id = RecordId::module_archive(address, version, archive_key);
                 if known.revision == before.signature
                     && known.archive_revision == before.archive
@@ -105,18 +107,17 @@ impl Indexer {
                         .pin_module_signature(address, version, &sig_key, &revision, &bytes)
                         .await?
                     {
-                        self.metadata
-                            .put(Record::ModuleSignature(ModuleSignatureRecord {
-                                address: address.clone(),
-                                version: version.clone(),
-                                key: sig_key.clone(),
-                                archive_key: archive_key.to_owned(),
-                                revision: Some(revision),
-                                archive_revision: used.1.clone(),
-                                inputs: after.namespace(),
-                                verdict: ModuleSignatureVerdict::Refused(refused.clone()),
-                            }))
-                            .await?;
+                        self.put_module_signature(ModuleSignatureRecord {
+                            address: address.clone(),
+                            version: version.clone(),
+                            key: sig_key.clone(),
+                            archive_key: archive_key.to_owned(),
+                            revision: Some(revision),
+                            archive_revision: used.1.clone(),
+                            inputs: after.namespace(),
+                            verdict: ModuleSignatureVerdict::Refused(refused.clone()),
+                        })
+                        .await?;
                         judged.signature_problem = Some(refused);
                     }
                 }
@@ -173,6 +174,11 @@ impl Indexer {
             // No archive to judge (not yet published, or refused for itself): a signature
             // waits for it.
             self.metadata.delete(&id).await?;
+            self.metadata
+                .delete(&RecordId::module_signature_unsigned(
+                    address, version, sig_key,
+                ))
+                .await?;
             let archive = self.artifacts.head(archive_key).await?.map(|m| m.revision);
             let judged = Judged {
                 signature_problem: None,
@@ -242,19 +248,48 @@ impl Indexer {
             policy: policy.fingerprint.clone(),
         }
         .namespace();
-        self.metadata
-            .put(Record::ModuleSignature(ModuleSignatureRecord {
-                address: address.clone(),
-                version: version.clone(),
-                key: sig_key.to_owned(),
-                archive_key: archive_key.to_owned(),
-                revision: sig_revision.clone(),
-                archive_revision: archive_revision.clone(),
-                inputs,
-                verdict,
-            }))
-            .await?;
+        self.put_module_signature(ModuleSignatureRecord {
+            address: address.clone(),
+            version: version.clone(),
+            key: sig_key.to_owned(),
+            archive_key: archive_key.to_owned(),
+            revision: sig_revision.clone(),
+            archive_revision: archive_revision.clone(),
+            inputs,
+            verdict,
+        })
+        .await?;
         Ok((judged, (sig_revision, archive_revision), signed))
+    }
+
+    /// The judgement recorded for `sig_key`, wherever its verdict keeps it.
+    async fn module_signature_record(
+        &self,
+        address: &ModuleAddress,
+        version: &Version,
+        sig_key: &str,
+    ) -> Result<Option<ModuleSignatureRecord>, StoreError> {
+        for id in [
+            RecordId::module_signature(address, version, sig_key),
+            RecordId::module_signature_unsigned(address, version, sig_key),
+        ] {
+            if let Some(Record::ModuleSignature(known)) = self.metadata.get(&id).await? {
+                return Ok(Some(known));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records a judgement where its verdict belongs, and removes the one it replaces from
+    /// the other place.
+    async fn put_module_signature(&self, record: ModuleSignatureRecord) -> Result<(), StoreError> {
+        let (address, version, key) = (&record.address, &record.version, &record.key);
+        let other = match record.verdict {
+            ModuleSignatureVerdict::Unsigned => RecordId::module_signature(address, version, key),
+            _ => RecordId::module_signature_unsigned(address, version, key),
+        };
+        self.metadata.delete(&other).await?;
+        self.metadata.put(Record::ModuleSignature(record)).await
     }
 
     /// The archive's bytes (bounded) and revision; `None` when it is gone.

@@ -178,6 +178,37 @@ impl RecordId {
         Self::module_archive(address, version, key)
     }
 
+    /// An "unsigned" judgement (no `.sig`, and no policy requiring one), kept only so a
+    /// replayed event reads nothing again. No request needs it, so it lies outside the
+    /// `<version>/` prefix a download reads: an unsigned version's download still reads its
+    /// archive's record alone.
+    pub fn module_signature_unsigned(
+        address: &ModuleAddress,
+        version: &Version,
+        key: &str,
+    ) -> Self {
+        Self::new(
+            partition::module(address),
+            format!("unsigned/{version}/{key}"),
+        )
+    }
+
+    /// Where a judgement of this verdict is kept ([`RecordId::module_signature`], or
+    /// [`RecordId::module_signature_unsigned`] for an unsigned one).
+    pub fn module_signature_for(
+        address: &ModuleAddress,
+        version: &Version,
+        key: &str,
+        verdict: &crate::store::ModuleSignatureVerdict,
+    ) -> Self {
+        match verdict {
+            crate::store::ModuleSignatureVerdict::Unsigned => {
+                Self::module_signature_unsigned(address, version, key)
+            }
+            _ => Self::module_signature(address, version, key),
+        }
+    }
+
     /// A namespace's policy file record, `key` being the `policy.json` object.
     pub fn policy(namespace: &Namespace, key: &str) -> Self {
         Self::new(partition::keys(namespace), key.to_owned())
@@ -300,7 +331,7 @@ impl Record {
             Record::ProviderDocs(d) => RecordId::provider_docs(&d.provider, &d.version),
             Record::Notice(n) => RecordId::notice(&n.target, &n.version, &n.key),
             Record::ModuleSignature(s) => {
-                RecordId::module_signature(&s.address, &s.version, &s.key)
+                RecordId::module_signature_for(&s.address, &s.version, &s.key, &s.verdict)
             }
             Record::Policy(p) => RecordId::policy(&p.namespace, &p.key),
             Record::NamespaceModuleSeen(a) => RecordId::namespace_module_seen(a),
