@@ -148,6 +148,17 @@ impl From<StoreError> for ApiError {
 }
 
 impl ApiError {
+    /// 403: `what` (who installed or who uploaded a version) is shown only to a request
+    /// whose token reads `namespace`, though the request may read the module or provider.
+    pub fn namespace_readers_only(
+        what: &str,
+        namespace: &tfreg_core::names::Namespace,
+    ) -> ApiError {
+        ApiError::Forbidden(format!(
+            "{what} are shown only to requests with a token that reads the namespace {namespace}"
+        ))
+    }
+
     /// 503: the registry's storage is busy (throttled, failing or out of reach, past the
     /// retries); try again in [`RETRY_AFTER_SECONDS`].
     pub fn busy() -> ApiError {

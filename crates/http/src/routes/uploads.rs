@@ -66,9 +66,7 @@ pub struct Uploaded {
 }
 
 fn refused(namespace: &Namespace) -> ApiError {
-    ApiError::Forbidden(format!(
-        "uploaders are shown only to requests with a token that reads the namespace {namespace}"
-    ))
+    ApiError::namespace_readers_only("uploaders", namespace)
 }
 
 async fn answer(

@@ -286,9 +286,7 @@ fn consumers_doc(
 
 /// The 403 of a request that may read a module or provider but not who installed it.
 fn consumers_refused(namespace: &Namespace) -> ApiError {
-    ApiError::Forbidden(format!(
-        "consumers are shown only to requests with a token that reads the namespace {namespace}"
-    ))
+    ApiError::namespace_readers_only("consumers", namespace)
 }
 
 async fn module_counts(
