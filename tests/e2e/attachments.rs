@@ -132,9 +132,15 @@ fn attachments_are_checked_listed_linked_and_refused_with_reasons() {
     // when the registry serves them,
     let server = Server::start(d, &["--hostname", HOST]);
     let details = "/v1/modules/acme/network/aws/1.0.0";
+    // (the key and the files are indexed side by side: whichever comes last judges the
+    // signed statement, so the test waits for that verdict, not for the first listing)
+    let settled = |found: &[serde_json::Value]| {
+        found.len() == 3 && found.iter().any(|a| a["verified"] == true)
+    };
     assert!(
-        wait_until(Duration::from_secs(60), || listed(&server, details).len()
-            == 3),
+        wait_until(Duration::from_secs(60), || settled(&listed(
+            &server, details
+        ))),
         "{:?}\n{}",
         listed(&server, details),
         server.log()

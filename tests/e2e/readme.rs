@@ -78,6 +78,13 @@ fn the_quick_start_and_the_worked_example_run_as_written() {
                 install_root.display().to_string(),
             ),
             ("CARGO_TARGET_DIR".into(), target.display().to_string()),
+            // `make install` runs as written, but unoptimised (Cargo reads its profile from
+            // these variables; debug assertions stay off, as in a release): what is checked
+            // here is that the commands work, and the optimiser took nine of this test's
+            // ten minutes. The test command's optimised build is the Lambda zips'.
+            ("CARGO_PROFILE_RELEASE_OPT_LEVEL".into(), "0".into()),
+            ("CARGO_PROFILE_RELEASE_LTO".into(), "false".into()),
+            ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS".into(), "256".into()),
             ("TFREG_LISTEN".into(), format!("127.0.0.1:{port}")),
             ("CHECKPOINT_DISABLE".into(), "1".into()),
             ("NO_COLOR".into(), "1".into()),

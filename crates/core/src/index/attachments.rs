@@ -39,6 +39,47 @@ impl Indexer {
                 return Ok(None);
             }
         };
+        // What the verdict reads beside the file (the namespace's keys, the version's
+        // files) may change while it is made: a key indexed at the same moment reads the
+        // attachment records before this one is written. So the verdict and its problem are
+        // written first and the inputs read again after; one of the two sides sees the other.
+        for _ in 0..3 {
+            let before = self.attachment_inputs(target, version, kind).await?;
+            let problem = self.judge_and_record(key, target, version, kind).await?;
+            if self.attachment_inputs(target, version, kind).await? == before {
+                return Ok(problem);
+            }
+        }
+        Err(StoreError::new(format!(
+            "the keys or files {key} is judged against kept changing while it was judged; the next event or reindex judges it again"
+        )))
+    }
+
+    /// What an attachment's verdict depends on beside its own bytes and signature: the
+    /// namespace's keys, and for a provenance statement the version's files.
+    async fn attachment_inputs(
+        &self,
+        target: &NoticeTarget,
+        version: &Version,
+        kind: AttachmentKind,
+    ) -> Result<(Vec<(String, String)>, Vec<(String, String)>), StoreError> {
+        let keys = self.keys_fingerprint(target_namespace(target)).await?;
+        let files = if kind == AttachmentKind::Provenance {
+            self.version_files(target, version).await?
+        } else {
+            Vec::new()
+        };
+        Ok((keys, files))
+    }
+
+    /// One verdict on the attachment `key`, written: its record (or none) and its problem.
+    async fn judge_and_record(
+        &self,
+        key: &str,
+        target: &NoticeTarget,
+        version: &Version,
+        kind: AttachmentKind,
+    ) -> Result<Option<String>, StoreError> {
         let id = RecordId::attachment(target, version, key);
         let (record, problem) = match self
             .read_small(key, attachments::MAX_ATTACHMENT_BYTES)
@@ -67,6 +108,7 @@ impl Indexer {
             }
         };
         self.put_or_delete(id, record).await?;
+        self.set_problem(key, problem.clone()).await?;
         Ok(problem)
     }
 
@@ -125,12 +167,8 @@ impl Indexer {
             Small::Unreadable(reason, _) => return Ok(Err(reason)),
             Small::Bytes(signature, _) => signature,
         };
-        let namespace = match target {
-            NoticeTarget::Module { address } => &address.namespace,
-            NoticeTarget::Provider { provider } => &provider.namespace,
-        };
         Ok(self
-            .find_signer(namespace, &signature, bytes)
+            .find_signer(target_namespace(target), &signature, bytes)
             .await?
             .map(|signed| signed.key_id))
     }
@@ -364,4 +402,12 @@ impl Indexer {
 
 fn target_noun(target: &NoticeTarget) -> String {
     target.to_string()
+}
+
+/// The namespace whose keys sign `target`'s attachments.
+fn target_namespace(target: &NoticeTarget) -> &crate::names::Namespace {
+    match target {
+        NoticeTarget::Module { address } => &address.namespace,
+        NoticeTarget::Provider { provider } => &provider.namespace,
+    }
 }

@@ -12,6 +12,8 @@
 
 use tokio::io::AsyncReadExt;
 
+use super::policy::policy_state_of;
+use super::releases::{keys_fingerprint_of, signer_among};
 use super::{Indexer, Small};
 use crate::gpg;
 use crate::layout::{classify, Artifact, Classified};
@@ -35,6 +37,10 @@ struct Inputs {
     policy: Vec<(String, String)>,
 }
 
+/// The namespace's keys partition as one read saw it: its keys and policy files. A
+/// judgement made from it is checked against a read made after it was recorded.
+struct Snapshot(Vec<Record>);
+
 /// One judgement: the verdict recorded (if the archive is recorded), and the problems of
 /// the `.sig` file and of the archive.
 pub(super) struct Judged {
@@ -46,6 +52,19 @@ impl Inputs {
     /// The namespace's part: keys, then policy files.
     fn namespace(&self) -> Vec<(String, String)> {
         self.keys.iter().chain(&self.policy).cloned().collect()
+    }
+
+    /// Whether a judgement recorded with the namespace inputs `known` still stands under
+    /// these. Without a signature the keys are no matter (the policy alone decides), so a
+    /// key's arrival or removal leaves the namespace's unsigned versions as they are.
+    fn namespace_matches(&self, known: &[(String, String)]) -> bool {
+        if self.signature.is_some() {
+            return known == self.namespace().as_slice();
+        }
+        let policy_files = known
+            .iter()
+            .filter(|(key, _)| crate::store::file_name(key) == crate::policy::POLICY_FILE);
+        policy_files.eq(self.policy.iter())
     }
 }
 
@@ -81,8 +100,9 @@ impl Indexer {
         self.note_module(address).await?;
         let sig_key = format!("{archive_key}{}", crate::layout::MODULE_SIGNATURE_SUFFIX);
         for _ in 0..3 {
-            let before = self.inputs(address, &sig_key, archive_key).await?;
-            // Judged already with these very inputs (a replayed event): nothing is read.
+            let (before, snapshot) = self.inputs(address, &sig_key, archive_key).await?;
+            // Judged already with these very inputs (a replayed event, or a key's change
+            // that an unsigned version does not depend on): nothing more is read.
             if let Some(known) = self
                 .module_signature_record(address, version, &sig_key)
                 .await?
@@ -90,16 +110,16 @@ impl Indexer {
                 let archive_id = RecordId::module_archive(address, version, archive_key);
                 if known.revision == before.signature
                     && known.archive_revision == before.archive
-                    && known.inputs == before.namespace()
+                    && before.namespace_matches(&known.inputs)
                     && self.metadata.get(&archive_id).await?.is_some()
                 {
                     return Ok(judged_of(&known.verdict, known.revision.is_some()));
                 }
             }
             let (judged, used, signed) = self
-                .judge_once(address, version, archive_key, &sig_key)
+                .judge_once(address, version, archive_key, &sig_key, &snapshot)
                 .await?;
-            let after = self.inputs(address, &sig_key, archive_key).await?;
+            let (after, _) = self.inputs(address, &sig_key, archive_key).await?;
             if before == after && used == (after.signature.clone(), after.archive.clone()) {
                 let mut judged = judged;
                 if let Some((revision, bytes)) = signed {
@@ -136,13 +156,18 @@ impl Indexer {
         address: &ModuleAddress,
         sig_key: &str,
         archive_key: &str,
-    ) -> Result<Inputs, StoreError> {
-        Ok(Inputs {
+    ) -> Result<(Inputs, Snapshot), StoreError> {
+        let records = self
+            .metadata
+            .query(&crate::store::partition::keys(&address.namespace))
+            .await?;
+        let inputs = Inputs {
             signature: self.artifacts.head(sig_key).await?.map(|m| m.revision),
             archive: self.artifacts.head(archive_key).await?.map(|m| m.revision),
-            keys: self.keys_fingerprint(&address.namespace).await?,
-            policy: self.policy_state(&address.namespace).await?.fingerprint,
-        })
+            keys: keys_fingerprint_of(&records),
+            policy: policy_state_of(&records).fingerprint,
+        };
+        Ok((inputs, Snapshot(records)))
     }
 
     /// One judgement, recorded. Returns it, the (signature, archive) revisions it used, and
@@ -153,6 +178,7 @@ impl Indexer {
         version: &Version,
         archive_key: &str,
         sig_key: &str,
+        snapshot: &Snapshot,
     ) -> Result<
         (
             Judged,
@@ -186,7 +212,7 @@ impl Indexer {
             };
             return Ok((judged, (sig_revision, archive), None));
         }
-        let policy = self.policy_state(&address.namespace).await?;
+        let policy = policy_state_of(&snapshot.0);
         let mut signed = None;
         let (verdict, archive_revision) = match signature {
             Small::Missing => {
@@ -223,9 +249,7 @@ impl Indexer {
                     (ModuleSignatureVerdict::Refused(reason), Some(revision))
                 }
                 Some((Ok(archive), revision)) => {
-                    let found = self
-                        .find_signer(&address.namespace, &sig_bytes, &archive)
-                        .await?;
+                    let found = signer_among(&snapshot.0, &address.namespace, &sig_bytes, &archive);
                     let verdict = match found {
                         Ok(by) => {
                             signed = Some((sig_meta.revision.clone(), sig_bytes));
@@ -244,7 +268,7 @@ impl Indexer {
         let inputs = Inputs {
             signature: None,
             archive: None,
-            keys: self.keys_fingerprint(&address.namespace).await?,
+            keys: keys_fingerprint_of(&snapshot.0),
             policy: policy.fingerprint.clone(),
         }
         .namespace();

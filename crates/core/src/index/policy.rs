@@ -39,48 +39,7 @@ impl Indexer {
         namespace: &Namespace,
     ) -> Result<PolicyState, StoreError> {
         let records = self.metadata.query(&partition::keys(namespace)).await?;
-        let files: Vec<PolicyRecord> = records
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::Policy(p) => Some(p),
-                _ => None,
-            })
-            .collect();
-        let fingerprint = files
-            .iter()
-            .map(|p| (p.key.clone(), p.revision.clone()))
-            .collect();
-        let strict = |file: &str, reason: String, last: Option<&NamespacePolicy>| PolicyState {
-            policy: NamespacePolicy::strict(last),
-            file: Some(file.to_owned()),
-            refused: Some(reason),
-            fingerprint: Vec::new(),
-        };
-        let mut state = match files.as_slice() {
-            [] => PolicyState::default(),
-            [one] => match &one.verdict {
-                Ok(policy) => PolicyState {
-                    policy: policy.clone(),
-                    file: Some(one.key.clone()),
-                    refused: None,
-                    fingerprint: Vec::new(),
-                },
-                Err(reason) => strict(&one.key, reason.clone(), one.last_good.as_ref()),
-            },
-            // `keys/Acme/policy.json` and `keys/acme/policy.json`: one namespace, two files.
-            [first, second, ..] => strict(
-                &first.key,
-                format!(
-                    "the namespace has {} policy files ({} and {}): keep one",
-                    files.len(),
-                    first.key,
-                    second.key
-                ),
-                None,
-            ),
-        };
-        state.fingerprint = fingerprint;
-        Ok(state)
+        Ok(policy_state_of(&records))
     }
 
     /// Records a policy file (or forgets it), then judges the namespace's module versions
@@ -193,4 +152,51 @@ impl Indexer {
         }
         first_failure.map_or(Ok(()), Err)
     }
+}
+
+/// The policy of a namespace whose keys partition read `records` (see
+/// [`Indexer::namespace_policy`]).
+pub(super) fn policy_state_of(records: &[Record]) -> PolicyState {
+    let files: Vec<&PolicyRecord> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Policy(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let fingerprint = files
+        .iter()
+        .map(|p| (p.key.clone(), p.revision.clone()))
+        .collect();
+    let strict = |file: &str, reason: String, last: Option<&NamespacePolicy>| PolicyState {
+        policy: NamespacePolicy::strict(last),
+        file: Some(file.to_owned()),
+        refused: Some(reason),
+        fingerprint: Vec::new(),
+    };
+    let mut state = match files.as_slice() {
+        [] => PolicyState::default(),
+        [one] => match &one.verdict {
+            Ok(policy) => PolicyState {
+                policy: policy.clone(),
+                file: Some(one.key.clone()),
+                refused: None,
+                fingerprint: Vec::new(),
+            },
+            Err(reason) => strict(&one.key, reason.clone(), one.last_good.as_ref()),
+        },
+        // `keys/Acme/policy.json` and `keys/acme/policy.json`: one namespace, two files.
+        [first, second, ..] => strict(
+            &first.key,
+            format!(
+                "the namespace has {} policy files ({} and {}): keep one",
+                files.len(),
+                first.key,
+                second.key
+            ),
+            None,
+        ),
+    };
+    state.fingerprint = fingerprint;
+    state
 }

@@ -230,16 +230,8 @@ impl Indexer {
         &self,
         namespace: &Namespace,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(self
-            .metadata
-            .query(&partition::keys(namespace))
-            .await?
-            .into_iter()
-            .filter_map(|r| match r {
-                Record::Key(k) => Some((k.key, k.revision)),
-                _ => None,
-            })
-            .collect())
+        let records = self.metadata.query(&partition::keys(namespace)).await?;
+        Ok(keys_fingerprint_of(&records))
     }
 
     /// The key of the namespace that signed a release, checked as Terraform checks it with
@@ -254,51 +246,76 @@ impl Indexer {
         if let Some(problem) = gpg::signature_file_problem(signature) {
             return Ok(Err(problem));
         }
-        let now = SystemTime::now();
-        let mut usable = 0;
-        let mut refused = None;
-        for record in self.metadata.query(&partition::keys(namespace)).await? {
-            let Record::Key(KeyRecord {
-                key,
-                revision,
-                verdict: Ok(info),
-                ..
-            }) = record
-            else {
-                continue;
-            };
-            if info.is_expired(now) {
-                continue;
+        let records = self.metadata.query(&partition::keys(namespace)).await?;
+        Ok(signer_among(&records, namespace, signature, sums))
+    }
+}
+
+/// The key records of a namespace's keys partition (`records`), by object and revision.
+pub(super) fn keys_fingerprint_of(records: &[Record]) -> Vec<(String, String)> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Key(k) => Some((k.key.clone(), k.revision.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// [`Indexer::find_signer`] over the namespace's keys partition as read (`records`).
+pub(super) fn signer_among(
+    records: &[Record],
+    namespace: &Namespace,
+    signature: &[u8],
+    sums: &[u8],
+) -> Result<SignedBy, String> {
+    if let Some(problem) = gpg::signature_file_problem(signature) {
+        return Err(problem);
+    }
+    let now = SystemTime::now();
+    let mut usable = 0;
+    let mut refused = None;
+    for record in records {
+        let Record::Key(KeyRecord {
+            key,
+            revision,
+            verdict: Ok(info),
+            ..
+        }) = record
+        else {
+            continue;
+        };
+        if info.is_expired(now) {
+            continue;
+        }
+        usable += 1;
+        // The registry hands Terraform only the key that verified, so a signature the
+        // file holds by another key (which Terraform would then never read) is no matter.
+        match gpg::check_detached(&info.ascii_armor, signature, sums, now) {
+            Ok(verified) => {
+                return Ok(SignedBy {
+                    key_id: info.key_id.clone(),
+                    key: key.clone(),
+                    key_revision: revision.clone(),
+                    key_info: info.clone(),
+                    signature_expires_at: verified.expires_at,
+                })
             }
-            usable += 1;
-            // The registry hands Terraform only the key that verified, so a signature the
-            // file holds by another key (which Terraform would then never read) is no matter.
-            match gpg::check_detached(&info.ascii_armor, signature, sums, now) {
-                Ok(verified) => {
-                    return Ok(Ok(SignedBy {
-                        key_id: info.key_id.clone(),
-                        key,
-                        key_revision: revision,
-                        key_info: info,
-                        signature_expires_at: verified.expires_at,
-                    }))
-                }
-                Err(gpg::NotVerified::NotByThisKey) => {}
-                Err(gpg::NotVerified::Refused(reason)) => {
-                    refused.get_or_insert(format!("{reason} ({key})"));
-                }
+            Err(gpg::NotVerified::NotByThisKey) => {}
+            Err(gpg::NotVerified::Refused(reason)) => {
+                refused.get_or_insert(format!("{reason} ({key})"));
             }
         }
-        Ok(Err(match refused {
-            Some(reason) => reason,
-            None if usable == 0 => {
-                format!("no usable signing key is published under keys/{namespace}/")
-            }
-            None => format!(
-                "the signature does not verify with any of the {usable} usable key(s) under keys/{namespace}/"
-            ),
-        }))
     }
+    Err(match refused {
+        Some(reason) => reason,
+        None if usable == 0 => {
+            format!("no usable signing key is published under keys/{namespace}/")
+        }
+        None => format!(
+            "the signature does not verify with any of the {usable} usable key(s) under keys/{namespace}/"
+        ),
+    })
 }
 
 /// `terraform-provider-<type>_<version>`: the name every file of a release starts with, as
