@@ -8,6 +8,7 @@
 
 use sha2::Digest;
 
+use super::releases::{keys_fingerprint_of, signer_among};
 use super::{Indexer, Small};
 use crate::attachments::{self, AttachmentFile, AttachmentKind};
 use crate::layout::{Artifact, NoticeTarget, ReleaseFile};
@@ -45,8 +46,11 @@ impl Indexer {
         // written first and the inputs read again after; one of the two sides sees the other.
         for _ in 0..3 {
             let before = self.attachment_inputs(target, version, kind).await?;
-            let problem = self.judge_and_record(key, target, version, kind).await?;
-            if self.attachment_inputs(target, version, kind).await? == before {
+            let problem = self
+                .judge_and_record(key, target, version, kind, &before)
+                .await?;
+            let after = self.attachment_inputs(target, version, kind).await?;
+            if after.same_as(&before) {
                 return Ok(problem);
             }
         }
@@ -62,14 +66,17 @@ impl Indexer {
         target: &NoticeTarget,
         version: &Version,
         kind: AttachmentKind,
-    ) -> Result<(Vec<(String, String)>, Vec<(String, String)>), StoreError> {
-        let keys = self.keys_fingerprint(target_namespace(target)).await?;
+    ) -> Result<AttachmentInputs, StoreError> {
+        let keys = self
+            .metadata
+            .query(&partition::keys(target_namespace(target)))
+            .await?;
         let files = if kind == AttachmentKind::Provenance {
             self.version_files(target, version).await?
         } else {
             Vec::new()
         };
-        Ok((keys, files))
+        Ok(AttachmentInputs { keys, files })
     }
 
     /// One verdict on the attachment `key`, written: its record (or none) and its problem.
@@ -79,6 +86,7 @@ impl Indexer {
         target: &NoticeTarget,
         version: &Version,
         kind: AttachmentKind,
+        inputs: &AttachmentInputs,
     ) -> Result<Option<String>, StoreError> {
         let id = RecordId::attachment(target, version, key);
         let (record, problem) = match self
@@ -88,7 +96,10 @@ impl Indexer {
             Small::Missing => (None, None),
             Small::Unreadable(reason, _) => (None, Some(reason)),
             Small::Bytes(bytes, meta) => {
-                match self.judge(key, target, version, kind, &bytes).await? {
+                match self
+                    .judge(key, target, version, kind, &bytes, inputs)
+                    .await?
+                {
                     Ok((signature, predicate_types)) => (
                         Some(Record::Attachment(AttachmentRecord {
                             target: target.clone(),
@@ -121,6 +132,7 @@ impl Indexer {
         version: &Version,
         kind: AttachmentKind,
         bytes: &[u8],
+        inputs: &AttachmentInputs,
     ) -> Result<Result<(Result<String, String>, Vec<String>), String>, StoreError> {
         let checked = match attachments::check(kind, bytes) {
             Ok(checked) => checked,
@@ -130,18 +142,18 @@ impl Indexer {
             return Ok(Err(reason));
         }
         if kind == AttachmentKind::Provenance {
-            let files = self.version_files(target, version).await?;
+            let files = &inputs.files;
             if files.is_empty() {
                 return Ok(Err(format!(
                     "waits for the {} {version}'s files: a statement's subject digests are checked against them",
                     target_noun(target)
                 )));
             }
-            if let Err(reason) = attachments::match_subjects(&checked, &files) {
+            if let Err(reason) = attachments::match_subjects(&checked, files) {
                 return Ok(Err(reason));
             }
         }
-        let signature = self.attachment_signer(key, target, bytes).await?;
+        let signature = self.attachment_signer(key, target, bytes, inputs).await?;
         Ok(Ok((signature, checked.predicate_types)))
     }
 
@@ -152,6 +164,7 @@ impl Indexer {
         key: &str,
         target: &NoticeTarget,
         bytes: &[u8],
+        inputs: &AttachmentInputs,
     ) -> Result<Result<String, String>, StoreError> {
         let sig_key = format!("{key}.sig");
         let signature = match self
@@ -167,10 +180,8 @@ impl Indexer {
             Small::Unreadable(reason, _) => return Ok(Err(reason)),
             Small::Bytes(signature, _) => signature,
         };
-        Ok(self
-            .find_signer(target_namespace(target), &signature, bytes)
-            .await?
-            .map(|signed| signed.key_id))
+        let namespace = target_namespace(target);
+        Ok(signer_among(&inputs.keys, namespace, &signature, bytes).map(|signed| signed.key_id))
     }
 
     /// Why `key` would be one attachment too many for its version, if it would.
@@ -267,7 +278,8 @@ impl Indexer {
     }
 
     /// Judges one attachment again (its statement's version files or its signature
-    /// changed), recording its problem or clearing it.
+    /// changed), recording its problem or clearing it (as [`Indexer::index_attachment`]
+    /// does: a file that is gone has no problem).
     async fn judge_again(
         &self,
         key: &str,
@@ -275,11 +287,9 @@ impl Indexer {
         version: &Version,
         kind: AttachmentKind,
     ) -> Result<(), StoreError> {
-        let problem =
-            Box::pin(self.index_attachment(key, target, version, AttachmentFile::Document(kind)))
-                .await?;
-        let exists = self.artifacts.head(key).await?.is_some();
-        self.set_problem(key, problem.filter(|_| exists)).await
+        Box::pin(self.index_attachment(key, target, version, AttachmentFile::Document(kind)))
+            .await?;
+        Ok(())
     }
 
     /// After a version's files changed (a module archive, a release's SHA256SUMS or a
@@ -409,5 +419,20 @@ fn target_namespace(target: &NoticeTarget) -> &crate::names::Namespace {
     match target {
         NoticeTarget::Module { address } => &address.namespace,
         NoticeTarget::Provider { provider } => &provider.namespace,
+    }
+}
+
+/// What an attachment's verdict reads beside its own file and signature: the namespace's
+/// keys partition, and for a provenance statement the version's files.
+struct AttachmentInputs {
+    keys: Vec<Record>,
+    files: Vec<(String, String)>,
+}
+
+impl AttachmentInputs {
+    /// Whether a later read found the same: the keys by object and revision, the files.
+    fn same_as(&self, other: &AttachmentInputs) -> bool {
+        keys_fingerprint_of(&self.keys) == keys_fingerprint_of(&other.keys)
+            && self.files == other.files
     }
 }

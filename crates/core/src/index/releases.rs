@@ -242,10 +242,6 @@ impl Indexer {
         signature: &[u8],
         sums: &[u8],
     ) -> Result<Result<SignedBy, String>, StoreError> {
-        // A file Terraform cannot read is refused as such, whatever the keys.
-        if let Some(problem) = gpg::signature_file_problem(signature) {
-            return Ok(Err(problem));
-        }
         let records = self.metadata.query(&partition::keys(namespace)).await?;
         Ok(signer_among(&records, namespace, signature, sums))
     }
@@ -269,6 +265,7 @@ pub(super) fn signer_among(
     signature: &[u8],
     sums: &[u8],
 ) -> Result<SignedBy, String> {
+    // A file Terraform cannot read is refused as such, whatever the keys.
     if let Some(problem) = gpg::signature_file_problem(signature) {
         return Err(problem);
     }
