@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use crate::{wait_until, TempDir};
 
+pub mod targets;
+
 /// One wrk run: throughput and latency percentiles.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Load {

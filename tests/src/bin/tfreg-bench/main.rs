@@ -1,7 +1,9 @@
 //! `make bench`: measures tfreg side by side with baselines in one run, and writes
 //! `BENCHMARKS.md` (the machine, the commands, raw figures, ratios, and each target met or
-//! missed). Release builds; `tfreg-bench --quick` shortens every run (for trying it out;
-//! it writes `build/BENCHMARKS-quick.md`, not the report).
+//! missed), and the README's performance lines from the same targets
+//! (`tfreg_e2e::bench::targets`). Release builds; `tfreg-bench --quick` shortens every run
+//! (for trying it out; it writes `build/BENCHMARKS-quick.md`, not the report, and leaves the
+//! README alone).
 //!
 //! 1. API throughput and latency against nginx serving the same bytes over TLS, with 1 and
 //!    with 10,001 stored tokens; request logging at `info` against `warn`.
@@ -18,13 +20,16 @@
 //!    of one module's versions (`--bulk-10k` adds 10,000).
 //!
 //! `--only=api|scale|index|hashing|coldstart|cost|signin|bulk` runs one part (into the quick
-//! report).
+//! report). `--readme` measures nothing: it writes the README's performance lines from
+//! `BENCHMARKS.md`'s targets table as it stands (after a part's figures were spliced in by
+//! hand).
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use tfreg_e2e::bench::targets::{parse_targets, readme_with_targets, targets_table, Target};
 use tfreg_e2e::bench::{
     machine, peak_memory_mib, report_path, require, run_measured, version_of, wrk, Load, LoadShape,
     Nginx,
@@ -45,11 +50,17 @@ struct Bench {
     /// The one part to run (`--only=`), writing the quick report.
     only: Option<String>,
     report: String,
-    /// Targets, as `(what, met, detail)`.
-    targets: Vec<(String, bool, String)>,
+    /// Targets, met or missed, in the order measured.
+    targets: Vec<Target>,
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--readme") {
+        let report = std::fs::read_to_string(report_path()).unwrap();
+        let targets = parse_targets(&report).unwrap_or_else(|e| panic!("BENCHMARKS.md: {e}"));
+        write_readme(&targets);
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_owned));
     require("wrk", "install it from Debian: sudo apt-get install wrk");
@@ -131,7 +142,7 @@ impl Bench {
 
     fn target(&mut self, what: &str, met: bool, detail: String) {
         println!("{} {what}: {detail}", if met { "met   " } else { "MISSED" });
-        self.targets.push((what.to_owned(), met, detail));
+        self.targets.push(Target::new(what, met, &detail));
     }
 
     /// A registry with one module and one signed provider release, private.
@@ -165,18 +176,12 @@ impl Bench {
         let mut out = String::new();
         let _ = write!(
             out,
-            "# Benchmarks\n\nWritten by `make bench` ({}) on {}; wrk {}. Every comparison ran side by side in this one run: absolute figures drift between machines and runs, ratios much less. The test command depends on none of this.\n\n## Targets\n\n| target | | measured |\n|---|---|---|\n",
+            "# Benchmarks\n\nWritten by `make bench` ({}) on {}; wrk {}. Every comparison ran side by side in this one run: absolute figures drift between machines and runs, ratios much less. The test command depends on none of this.\n\n{}",
             if self.quick { "`--quick`: short runs, small sizes" } else { "full" },
             machine(),
             version_of("wrk", "-v").split_whitespace().nth(1).unwrap_or("?"),
+            targets_table(&self.targets),
         );
-        for (what, met, detail) in &self.targets {
-            let _ = writeln!(
-                out,
-                "| {what} | {} | {detail} |",
-                if *met { "met" } else { "**missed**" }
-            );
-        }
         let _ = write!(
             out,
             "\n{}{}\nTook {:.0} s.\n",
@@ -184,15 +189,30 @@ impl Bench {
             include_str!("../../../bench/analysis.md"),
             took.as_secs_f64()
         );
-        // A quick run's figures are not the report's: they go to the build folder.
-        let path = match self.quick || self.only.is_some() {
-            true => tfreg_e2e::workspace_root().join("build/BENCHMARKS-quick.md"),
-            false => report_path(),
+        // A quick run's figures are not the report's: they go to the build folder, and the
+        // README keeps the full run's.
+        let full = !self.quick && self.only.is_none();
+        let path = match full {
+            false => tfreg_e2e::workspace_root().join("build/BENCHMARKS-quick.md"),
+            true => report_path(),
         };
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, out).unwrap();
         println!("wrote {}", path.display());
+        if full {
+            write_readme(&self.targets);
+        }
     }
+}
+
+/// Writes the README's performance lines from `targets`.
+fn write_readme(targets: &[Target]) {
+    let readme = tfreg_e2e::workspace_root().join("README.md");
+    let text = std::fs::read_to_string(&readme).unwrap();
+    let text = readme_with_targets(&text, targets)
+        .unwrap_or_else(|e| panic!("README.md's performance lines: {e}"));
+    std::fs::write(&readme, text).unwrap();
+    println!("wrote the performance lines of {}", readme.display());
 }
 
 /// Each server's median requests/s and p99 (ms) on `path` (each server by its base URL),
