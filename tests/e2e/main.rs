@@ -5,6 +5,7 @@ mod access;
 mod attachments;
 mod aws;
 mod backup;
+mod docs_claims;
 mod docs_links;
 mod escaping;
 mod faults;
