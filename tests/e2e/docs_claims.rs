@@ -42,7 +42,7 @@ struct TestFn {
     tier: Option<Tier>,
 }
 
-/// What the checks read once: the repository's tests, make targets and source words.
+/// What the checks read once: the repository's tests and make targets.
 struct Repo {
     root: PathBuf,
     tests: Vec<TestFn>,
@@ -55,7 +55,7 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
-/// The files under `dir` (any depth), leaving out build output, hidden folders and fixtures.
+/// The files under `dir` (any depth), leaving out build output and hidden folders.
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -571,24 +571,28 @@ fn camel(word: &str) -> String {
 /// of a path below them)?
 fn path_resolves(root: &Path, dirs: &[PathBuf], path: &str) -> bool {
     let path = path.trim_end_matches('/');
-    if path.contains('*') {
-        let (head, tail) = path.split_once('*').unwrap();
-        let parent = root.join(head.trim_end_matches(|c| c != '/'));
-        let prefix = head.rsplit('/').next().unwrap_or("");
-        return std::fs::read_dir(&parent).is_ok_and(|entries| {
-            entries.flatten().any(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.starts_with(prefix) && e.path().join(tail.trim_start_matches('/')).exists()
-                    || tail.is_empty() && name.starts_with(prefix)
+    let mut bases = vec![root.to_path_buf(), root.join("crates")];
+    for dir in dirs {
+        bases.push(dir.clone());
+        bases.push(dir.join("src"));
+    }
+    if let Some((head, tail)) = path.split_once('*') {
+        // One `*` in one name: `crates/functions/*/Cargo.toml`, `routes/*.rs`.
+        let folder = head.trim_end_matches(|c| c != '/');
+        let prefix = &head[folder.len()..];
+        let (suffix, below) = tail.split_once('/').unwrap_or((tail, ""));
+        return bases.iter().any(|base| {
+            std::fs::read_dir(base.join(folder)).is_ok_and(|entries| {
+                entries.flatten().any(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with(prefix)
+                        && name.ends_with(suffix)
+                        && (below.is_empty() || e.path().join(below).exists())
+                })
             })
         });
     }
-    let mut candidates = vec![root.join(path), root.join("crates").join(path)];
-    for dir in dirs {
-        candidates.push(dir.join(path));
-        candidates.push(dir.join("src").join(path));
-    }
-    if candidates.iter().any(|c| c.exists()) {
+    if bases.iter().any(|base| base.join(path).exists()) {
         return true;
     }
     let mut files = Vec::new();
@@ -753,29 +757,45 @@ fn wiring_problems(repo: &Repo, architecture: &str) -> Vec<String> {
             items.len()
         ));
     }
-    for item in items {
-        let Some(path) = code_spans(item).into_iter().next() else {
+    for item in &items {
+        if code_spans(item).into_iter().next().is_none() {
             problems.push(format!("a wiring item names no file: {item}"));
-            continue;
-        };
-        let mut glob = String::new();
-        let mut placeholder = false;
-        for c in path.chars() {
-            match c {
-                '<' => placeholder = true,
-                '>' => {
-                    placeholder = false;
-                    glob.push('*');
-                }
-                _ if placeholder => {}
-                _ => glob.push(c),
-            }
         }
-        if !path_resolves(&repo.root, &[], &glob) {
+    }
+    // Every file the section names (the list's, the HTTP family's in `crates/http`, the
+    // read side's in `crates/core`) exists for some function or family.
+    let crates = ["http", "lambda", "core"].map(|c| repo.root.join("crates").join(c));
+    for path in code_spans(part) {
+        let file_like = path.contains('/')
+            || [".rs", ".py", ".lock", ".yaml"]
+                .iter()
+                .any(|e| path.ends_with(e));
+        if !file_like || path.starts_with("docs/") {
+            continue;
+        }
+        if !path_resolves(&repo.root, &crates, &placeholders_as_globs(path)) {
             problems.push(format!("wiring: `{path}`: no such file for any function"));
         }
     }
     problems
+}
+
+/// `crates/functions/<name>/Cargo.toml` as `crates/functions/*/Cargo.toml`.
+fn placeholders_as_globs(path: &str) -> String {
+    let mut glob = String::new();
+    let mut placeholder = false;
+    for c in path.chars() {
+        match c {
+            '<' => placeholder = true,
+            '>' => {
+                placeholder = false;
+                glob.push('*');
+            }
+            _ if placeholder => {}
+            _ => glob.push(c),
+        }
+    }
+    glob
 }
 
 /// The functions template.yaml declares, by logical id, with the condition of each that has
@@ -1232,6 +1252,29 @@ fn tests_and_make_targets_are_read_into_their_tiers() {
     assert_eq!(repo.make_tier("lint"), Ok(Some(Tier::Gate)));
     assert_eq!(repo.make_tier("build"), Ok(Some(Tier::Deep)));
     assert!(repo.make_tier("nothing").is_err());
+}
+
+#[test]
+fn paths_with_a_placeholder_resolve_when_some_file_matches() {
+    let root = workspace_root();
+    for found in [
+        "crates/functions/*/Cargo.toml",
+        "crates/http/src/routes/*.rs",
+        "crates/functions/*",
+    ] {
+        assert!(path_resolves(&root, &[], found), "{found}");
+    }
+    for missing in [
+        "crates/functions/*/Makefile",
+        "crates/http/src/routes/*.py",
+        "crates/nothing/*",
+    ] {
+        assert!(!path_resolves(&root, &[], missing), "{missing}");
+    }
+    // Relative to a crate named beside it.
+    let http = [root.join("crates/http")];
+    assert!(path_resolves(&root, &http, "src/routes/*.rs"));
+    assert!(!path_resolves(&root, &http, "src/paths/*.rs"));
 }
 
 /// The real text with `from` replaced by `to` (which must be there).
