@@ -3,7 +3,8 @@
 #   make run    build and serve the registry locally over HTTPS (./registry-data)
 #   make token  create an access token for the local registry (printed as the last line)
 #   make install  put `tfreg` on the PATH (~/.cargo/bin; AWS=1 with the AWS shape's commands)
-#   make test   every check: formatting, lints, unit, router and end-to-end tests
+#   make test   the gate CI runs: formatting, lints, unit, router and end-to-end tests (not the deep tier)
+#   make test-deep  the deep tier: the heavy tests at full size, the Lambda zips, packaging
 #   make lint   formatting and clippy only
 #   make stack  the AWS stack on this machine: functions, API Gateway and S3/DynamoDB stand-ins
 #   make soak   bursts of uploads under injected faults, random seeds (docs/faults.md; ARGS="--seed N --files 2000 --rounds 3")
@@ -46,7 +47,7 @@ SECONDS ?= 600
 FUZZ_TARGET_DIR ?= $(CARGO_TARGET_DIR)/fuzz
 FUZZ_ARGS ?=
 
-.PHONY: podman one-host-tools functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack soak coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
+.PHONY: gate deep test-deep nextest podman one-host-tools functions version release release-check release-lambda check-lambda-release deploy-release sam-venv lint-workflows install check-local-build run token test lint bench bench-tools stack soak coldstart browser build-all check-lambda-zips lint-template fmt build build-cli deploy check-tools venv build-venv fuzz fuzz-list check-fuzz-tools
 
 # The local shape's tfreg: no AWS SDK to compile (AWS=1 builds the AWS shape's commands in).
 AWS ?=
@@ -83,20 +84,40 @@ check-local-build:
 	fi
 	@echo "tfreg-core depends on no HTTP or AWS crate; tfreg-http on no adapter; tfreg-upstream only on the core"
 
-## Every check CI runs. The arm64 Lambda zips (check-lambda-zips, check-lambda-release) build
-## at the lowest CPU priority beside the tests, which leave a core idle much of the time
-## (the emulator is one Python process): the tests keep the CPU they need, and a failed zip
-## check fails `make test` at the end with its log. (It builds in its own folders of the
-## build cache, so it never waits on the tests' build, nor they on it.)
-test: check-tools venv build-venv lint lint-template lint-workflows
-	@mkdir -p $(LAMBDA_DIR); log=$(LAMBDA_DIR)/check.log; \
-	echo "building and checking the Lambda zips at low priority beside the tests (log: $$log)"; \
-	setsid nice -n 19 $(MAKE) --no-print-directory check-lambda-zips check-lambda-release >$$log 2>&1 & zips=$$!; \
-	trap 'kill -- -$$zips 2>/dev/null || true' EXIT; \
-	$(CARGO) build --locked --workspace --bins; \
-	$(CARGO) test --locked --workspace; \
-	echo "waiting for the Lambda zips"; \
-	if wait $$zips; then cat $$log; else cat $$log; echo "the Lambda zips' check failed (above)"; exit 1; fi
+## The gate: what CI runs (.ci/run) and what every change must pass. Formatting, lints, the
+## template and workflow checks, then every test of every crate (cargo-nextest: one process a
+## test, two at a time) except the deep tier's, which carry `#[ignore = "deep tier: ..."]`.
+## Prints its total time and its ten slowest tests at the end, passed or not
+## (docs/development.md#the-two-tiers).
+test:
+	@start=$$(date +%s); status=0; \
+	$(MAKE) --no-print-directory gate || status=$$?; \
+	$(PYTHON) tests/tools/test_report.py --tier gate --start $$start --status $$status \
+	  --junit $(NEXTEST_JUNIT)/default/junit.xml; \
+	exit $$status
+
+gate: check-tools venv lint lint-template lint-workflows
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO) nextest run --locked --workspace --no-fail-fast
+
+## The deep tier, at full size: the tests marked `#[ignore = "deep tier: ..."]` (the 500-file
+## soak, request costs at 10,000 versions, bulk publishing of thousands, the README with its
+## optimised install, the release archive and the container image), and the arm64 Lambda
+## zips with their size limit and the release dry run. Run it before calling done a change
+## to the AWS adapters, the indexer, retries, packaging or releases.
+test-deep:
+	@start=$$(date +%s); status=0; \
+	$(MAKE) --no-print-directory deep || status=$$?; \
+	$(PYTHON) tests/tools/test_report.py --tier deep --start $$start --status $$status \
+	  --junit $(NEXTEST_JUNIT)/deep/junit.xml; \
+	exit $$status
+
+deep: check-tools podman venv check-lambda-zips check-lambda-release
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO) nextest run --locked --workspace --no-fail-fast --profile deep --run-ignored only
+
+# Where cargo-nextest writes each profile's JUnit report (.config/nextest.toml).
+NEXTEST_JUNIT = $(CARGO_TARGET_DIR)/nextest
 
 ## The test virtualenv; reinstalled when tests/requirements.txt changes
 venv: $(VENV)/.installed
@@ -282,8 +303,15 @@ check-tools:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || { echo "rustfmt is missing: rustup component add rustfmt"; exit 1; }
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { echo "clippy is missing: rustup component add clippy"; exit 1; }
 	@$(MAKE) --no-print-directory browser
-	@$(MAKE) --no-print-directory podman
 	@$(MAKE) --no-print-directory one-host-tools
+	@$(MAKE) --no-print-directory nextest
+
+## cargo-nextest, which runs the tests (one process a test, with per-test times and time
+## limits): installed with cargo when missing (.config/nextest.toml names the oldest it takes)
+nextest:
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then exit 0; fi; \
+	echo "installing cargo-nextest, which runs the tests (cargo install --locked cargo-nextest)"; \
+	$(CARGO) install --locked cargo-nextest
 
 ## nginx, Caddy, systemd-analyze and shellcheck, with which the one-host tests check the
 ## systemd unit, the proxy examples and the backup script: installed here when this runs as

@@ -48,6 +48,29 @@ impl Shell {
 
 #[test]
 fn the_quick_start_and_the_worked_example_run_as_written() {
+    // `make install` runs as written, but unoptimised (Cargo reads its profile from the
+    // environment; debug assertions stay off, as in a release): what the gate checks is that
+    // the commands work, and the optimiser took nine of this test's ten minutes.
+    run_as_written(Install::Unoptimised);
+}
+
+#[test]
+#[ignore = "deep tier: make test-deep (the optimised build `make install` documents: about 9 minutes)"]
+fn with_the_optimised_install_the_quick_start_and_the_worked_example_run_as_written() {
+    // The same, with the optimised build a user gets from `make install`.
+    run_as_written(Install::AsDocumented);
+}
+
+/// How `make install` builds.
+#[derive(Clone, Copy, PartialEq)]
+enum Install {
+    /// With the release profile's optimisations turned off through the environment.
+    Unoptimised,
+    /// As a user's `make install` builds: optimised.
+    AsDocumented,
+}
+
+fn run_as_written(install: Install) {
     require_terraform();
     let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
     let quick_start = blocks(&readme, "Quick start");
@@ -64,31 +87,37 @@ fn the_quick_start_and_the_worked_example_run_as_written() {
         install_root.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    // Its own build folder beside the test build's (cached across runs, outside the clone):
-    // a build of its own never waits on the build that runs this test.
-    let target: PathBuf = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => PathBuf::from(dir).join("readme"),
-        None => workspace_root().join("target/readme"),
+    // Its own build folder beside the test build's (cached across runs, outside the clone),
+    // one for each kind of install: a build of its own never waits on the build that runs
+    // this test, nor undoes the other kind's.
+    let folder = match install {
+        Install::Unoptimised => "readme",
+        Install::AsDocumented => "readme-optimised",
     };
-    let shell = Shell {
-        env: vec![
-            ("PATH".into(), path),
-            (
-                "CARGO_INSTALL_ROOT".into(),
-                install_root.display().to_string(),
-            ),
-            ("CARGO_TARGET_DIR".into(), target.display().to_string()),
-            // `make install` runs as written, but unoptimised (Cargo reads its profile from
-            // these variables; debug assertions stay off, as in a release): what is checked
-            // here is that the commands work, and the optimiser took nine of this test's
-            // ten minutes. The test command's optimised build is the Lambda zips'.
+    let target: PathBuf = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir).join(folder),
+        None => workspace_root().join("target").join(folder),
+    };
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".into(), path),
+        (
+            "CARGO_INSTALL_ROOT".into(),
+            install_root.display().to_string(),
+        ),
+        ("CARGO_TARGET_DIR".into(), target.display().to_string()),
+        ("TFREG_LISTEN".into(), format!("127.0.0.1:{port}")),
+        ("CHECKPOINT_DISABLE".into(), "1".into()),
+        ("NO_COLOR".into(), "1".into()),
+    ];
+    if install == Install::Unoptimised {
+        env.extend([
             ("CARGO_PROFILE_RELEASE_OPT_LEVEL".into(), "0".into()),
             ("CARGO_PROFILE_RELEASE_LTO".into(), "false".into()),
             ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS".into(), "256".into()),
-            ("TFREG_LISTEN".into(), format!("127.0.0.1:{port}")),
-            ("CHECKPOINT_DISABLE".into(), "1".into()),
-            ("NO_COLOR".into(), "1".into()),
-        ],
+        ]);
+    }
+    let shell = Shell {
+        env,
         removed: vec![
             "MAKEFLAGS",
             "MFLAGS",

@@ -46,6 +46,7 @@ fn run(script: &str, cwd: &Path, env: &[(&str, String)]) -> String {
 }
 
 #[test]
+#[ignore = "deep tier: make test-deep (packaging and releases)"]
 fn a_release_archive_installs_as_the_readme_says_and_serves_terraform_without_a_compiler() {
     require_terraform();
     let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use tfreg_e2e::counting::{cost, measure, published, Call, HOST, REQUESTS};
-use tfreg_e2e::scale::{self, publish_at_scale, MODULE, PLATFORMS, PROVIDER};
+use tfreg_e2e::scale::{self, publish_at_scale, Scale, MODULE, PLATFORMS, PROVIDER};
 use tfreg_e2e::stack::StackOptions;
 use tfreg_e2e::tfreg_with_env;
 
@@ -100,8 +100,27 @@ fn a_revoked_token_is_refused_within_the_cache_ttl() {
 /// record, a release document (a few kilobytes, compressed).
 const ONE_ITEM: usize = 8 * 1024;
 
+/// What the indexer may read from the table per event: a version's records and its
+/// subject's documents (about 44 KB at full scale, SCALING.md), never a whole partition.
+const PER_EVENT: usize = 256 * 1024;
+
 #[test]
+fn each_request_reads_one_small_item_whatever_the_partition_holds() {
+    // A module of 1,000 versions and a provider of 100 versions × 6 platforms: each partition
+    // holds more than the indexer may read per event, and thousands of items where a request
+    // may read one, so a read that grows with the partition fails here as at full scale.
+    reads_one_small_item_and_writes_nothing(Scale::GATE);
+}
+
+#[test]
+#[ignore = "deep tier: make test-deep (10,000 module versions, 1,000 provider versions: about 11 minutes against the emulator)"]
 fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
+    reads_one_small_item_and_writes_nothing(Scale::FULL);
+}
+
+/// Publishes the fixture at `size` on the stack, then counts what indexing its last
+/// versions read and what each API request reads and writes.
+fn reads_one_small_item_and_writes_nothing(size: Scale) {
     let stack = tfreg_e2e::stack::Stack::start(&StackOptions {
         domain: Some(HOST.into()),
         count_calls: true,
@@ -112,9 +131,17 @@ fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
         function_env: vec![("TFREG_AWS_ATTEMPT_TIMEOUT_MS".into(), "20000".into())],
         ..StackOptions::default()
     });
-    let last = publish_at_scale(&stack);
+    let last = publish_at_scale(&stack, size);
+    // The fixture is big enough: reading either partition whole, even once for all of the
+    // events, exceeds what the indexer may read per event.
+    let (module_bytes, provider_bytes) = last.partition_bytes;
+    assert!(
+        module_bytes > PER_EVENT && provider_bytes > PER_EVENT,
+        "the fixture's partitions ({module_bytes} and {provider_bytes} bytes) must each exceed \
+         {PER_EVENT} bytes, or reading one whole would pass unnoticed"
+    );
     // Indexing a file reads that version's records and its subject's documents, never the
-    // whole partition of 10,000 or 9,000 items (megabytes): a few kilobytes an event.
+    // whole partition (thousands of items): a few kilobytes an event.
     let read: usize = last
         .calls
         .iter()
@@ -122,7 +149,7 @@ fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
         .map(|c| c.response_bytes)
         .sum();
     assert!(
-        read / last.events <= 256 * 1024,
+        read / last.events <= PER_EVENT,
         "the indexer read {read} bytes from the table for {} events",
         last.events
     );
@@ -133,7 +160,8 @@ fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
     );
     let token = stack.create_token(&[]);
     stack.calls();
-    let (old, some) = (scale::version(5000), scale::version(500));
+    let old = scale::version(size.module_versions / 2);
+    let some = scale::version(size.provider_versions / 2);
     let requests = [
         ("module versions", format!("/v1/modules/{MODULE}/versions")),
         (
@@ -208,18 +236,18 @@ fn at_scale_each_request_reads_one_small_item_and_writes_nothing() {
     };
     let modules = versions(&requests[0].1);
     let listed = modules["modules"][0]["versions"].as_array().unwrap();
-    assert_eq!(listed.len(), scale::MODULE_VERSIONS);
+    assert_eq!(listed.len(), size.module_versions);
     assert!(listed.iter().any(|v| v["version"] == scale::LAST));
     let providers = versions(&requests[2].1);
     let listed = providers["versions"].as_array().unwrap();
-    assert_eq!(listed.len(), scale::PROVIDER_VERSIONS);
+    assert_eq!(listed.len(), size.provider_versions);
     assert!(listed
         .iter()
         .all(|v| v["platforms"].as_array().unwrap().len() == PLATFORMS.len()));
     let index = versions(&requests[4].1);
     assert_eq!(
         index["versions"].as_object().unwrap().len(),
-        scale::PROVIDER_VERSIONS
+        size.provider_versions
     );
     figures.dedup();
     eprintln!(

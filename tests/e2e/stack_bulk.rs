@@ -6,23 +6,32 @@ use tfreg_core::ModuleAddress;
 use tfreg_e2e::client_trusting;
 use tfreg_e2e::stack::{Stack, StackOptions};
 
-/// Versions published.
-const VERSIONS: usize = 120;
-/// Records in one event.
-const PER_EVENT: usize = 20;
-
 #[test]
 fn a_batch_of_events_makes_its_module_document_once_and_loses_no_version() {
-    // Given the stack with three instances of the indexer function,
+    // Given the stack with three instances of the indexer function, when 120 versions of one
+    // module are uploaded at once and their events delivered twenty records to an event, the
+    // three instances taking events side by side,
+    publish_in_bulk(120, 20, 3);
+}
+
+#[test]
+#[ignore = "deep tier: make test-deep (3,000 versions against the emulator)"]
+fn thousands_of_versions_publish_in_bulk_and_lose_none() {
+    // Given the stack with six instances of the indexer function, when 3,000 versions of one
+    // module are uploaded at once and their events delivered fifty records to an event (S3's
+    // batches of a migration), the six instances taking events side by side,
+    publish_in_bulk(3_000, 50, 6);
+}
+
+/// Publishes `versions` versions of one module on a stack of `instances` indexers, their
+/// events `per_event` records each, and checks the outcome.
+fn publish_in_bulk(versions: usize, per_event: usize, instances: usize) {
     let stack = Stack::start(&StackOptions {
-        indexer_instances: 3,
+        indexer_instances: instances,
         ..StackOptions::default()
     });
     let address = ModuleAddress::parse("acme", "bulk", "aws").unwrap();
-
-    // when 120 versions of one module are uploaded at once and their events delivered twenty
-    // records to an event, the three instances taking events side by side,
-    let delivery = stack.publish_module_in_bulk(&address, VERSIONS, PER_EVENT);
+    let delivery = stack.publish_module_in_bulk(&address, versions, per_event);
 
     // then no event is left for the dead-letter queue,
     assert!(
@@ -33,11 +42,11 @@ fn a_batch_of_events_makes_its_module_document_once_and_loses_no_version() {
     // each event wrote the module's versions document once, whatever its instance lost
     // to the others' writes meanwhile (and retried),
     let summaries = stack.indexer_summaries();
-    assert_eq!(summaries.len(), VERSIONS / PER_EVENT, "{summaries:?}");
+    assert_eq!(summaries.len(), versions / per_event, "{summaries:?}");
     for summary in &summaries {
         assert_eq!(
             (summary.records, summary.documents_written, summary.failed),
-            (PER_EVENT as u64, 1, 0),
+            (per_event as u64, 1, 0),
             "{summaries:?}"
         );
     }
@@ -53,7 +62,7 @@ fn a_batch_of_events_makes_its_module_document_once_and_loses_no_version() {
     assert_eq!(response.status().as_u16(), 200);
     let json: serde_json::Value = response.json().unwrap();
     let listed = json["modules"][0]["versions"].as_array().unwrap().len();
-    assert_eq!(listed, VERSIONS);
+    assert_eq!(listed, versions);
 
     // and the document is the one `tfreg reindex` makes from the bucket.
     let published = stack.module_versions(&address).unwrap();

@@ -1,6 +1,7 @@
-//! A registry at scale on the deployed stack: a module of [`MODULE_VERSIONS`] versions and a
-//! provider of [`PROVIDER_VERSIONS`] versions for six platforms, what `SCALING.md`'s figures
-//! are measured on.
+//! A registry at scale on the deployed stack: a module of many versions and a provider of
+//! many versions for six platforms. At [`Scale::FULL`] (10,000 and 1,000 versions) it is what
+//! `SCALING.md`'s figures are measured on; [`Scale::GATE`] is the smallest fixture on which a
+//! read that grows with the partition still fails the request-cost assertions.
 //!
 //! One version of each is published for real (uploaded, and indexed by the indexer
 //! function); the others are copies of its records under other versions, written to the
@@ -17,10 +18,29 @@ use tfreg_core::{Indexer, MetadataReader};
 use crate::stack::Stack;
 use crate::{tar_gz, Gpg};
 
-/// Versions of the big module.
-pub const MODULE_VERSIONS: usize = 10_000;
-/// Versions of the big provider.
-pub const PROVIDER_VERSIONS: usize = 1_000;
+/// How big the fixture is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scale {
+    /// Versions of the big module.
+    pub module_versions: usize,
+    /// Versions of the big provider.
+    pub provider_versions: usize,
+}
+
+impl Scale {
+    /// The deep tier's and `SCALING.md`'s: 10,000 module versions, 1,000 provider versions.
+    pub const FULL: Scale = Scale {
+        module_versions: 10_000,
+        provider_versions: 1_000,
+    };
+    /// The gate's: each partition holds several hundred KiB of items (checked by
+    /// [`publish_at_scale`]'s caller against its bounds), so reading one whole still fails
+    /// the assertions, in a tenth of the time.
+    pub const GATE: Scale = Scale {
+        module_versions: 1_000,
+        provider_versions: 100,
+    };
+}
 /// The platforms of each provider version.
 pub const PLATFORMS: [&str; 6] = [
     "linux_amd64",
@@ -57,12 +77,15 @@ pub struct LastPublish {
     pub events: usize,
     /// The calls it made to the table and the bucket.
     pub calls: Vec<crate::counting::Call>,
+    /// The size of the module's and the provider's partitions (their records as JSON) before
+    /// the last versions: what reading a whole partition would cost at least.
+    pub partition_bytes: (usize, usize),
 }
 
-/// Publishes the module and the provider at scale on `stack`. Both have [`LAST`] as their
+/// Publishes the module and the provider at `scale` on `stack`. Both have [`LAST`] as their
 /// newest version, published last and for real: what that cost is returned, the calls
 /// made before are forgotten.
-pub fn publish_at_scale(stack: &Stack) -> LastPublish {
+pub fn publish_at_scale(stack: &Stack, scale: Scale) -> LastPublish {
     let module = format!("modules/{MODULE}/{FIRST}.tar.gz");
     let main = "variable \"cidr\" {\n  type = string\n}\n";
     stack.upload(&module, &tar_gz(&[("main.tf", main)]));
@@ -86,12 +109,23 @@ pub fn publish_at_scale(stack: &Stack) -> LastPublish {
     assert!(module_records.len() <= 2, "{module_records:?}");
     assert!(provider_records.len() >= 8, "{provider_records:?}");
     let mut copies = Vec::new();
-    for i in 1..MODULE_VERSIONS - 1 {
+    for i in 1..scale.module_versions - 1 {
         copies.extend(module_records.iter().map(|r| copy(r, &version(i))));
     }
-    for i in 1..PROVIDER_VERSIONS - 1 {
+    let module_copies = copies.len();
+    for i in 1..scale.provider_versions - 1 {
         copies.extend(provider_records.iter().map(|r| copy(r, &version(i))));
     }
+    let json_bytes = |records: &[Record]| -> usize {
+        records
+            .iter()
+            .map(|r| serde_json::to_vec(r).unwrap().len())
+            .sum()
+    };
+    let partition_bytes = (
+        json_bytes(&copies[..module_copies]) + json_bytes(&module_records),
+        json_bytes(&copies[module_copies..]) + json_bytes(&provider_records),
+    );
     stack.block_on(metadata.put_batch(copies)).unwrap();
     let indexer = Indexer::new(metadata, Arc::new(stack.artifacts()));
     stack
@@ -120,5 +154,6 @@ pub fn publish_at_scale(stack: &Stack) -> LastPublish {
     LastPublish {
         events: 2 * keys.len(),
         calls: stack.calls(),
+        partition_bytes,
     }
 }

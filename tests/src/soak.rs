@@ -78,6 +78,8 @@ pub struct SoakConfig {
 }
 
 impl Default for SoakConfig {
+    /// The deep tier's soak (`make test-deep`, with a fresh seed) and `make soak`'s base: 500
+    /// files.
     fn default() -> Self {
         Self {
             seed: 31,
@@ -89,6 +91,35 @@ impl Default for SoakConfig {
             check_share: 10,
         }
     }
+}
+
+impl SoakConfig {
+    /// The gate's soak (`make test`): the smallest burst [`Workload::new`] takes, every
+    /// module download checked, the same faults, crash points and instances as the deep
+    /// tier's, and `seed` (fresh each run: [`seed_from_env_or_clock`]). What it proves is
+    /// that no event is lost under every fault kind and crash point, not how many files.
+    pub fn gate(seed: u64) -> SoakConfig {
+        SoakConfig {
+            seed,
+            files: Workload::MIN_FILES,
+            check_share: 1,
+            ..SoakConfig::default()
+        }
+    }
+}
+
+/// `TFREG_SOAK_SEED` when set (to replay a run), else a fresh seed from the clock.
+pub fn seed_from_env_or_clock() -> u64 {
+    if let Ok(seed) = std::env::var("TFREG_SOAK_SEED") {
+        return seed
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("TFREG_SOAK_SEED={seed:?} is not a number"));
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(31)
 }
 
 /// What a soak came to.
@@ -112,6 +143,8 @@ pub struct SoakReport {
     pub calls: u64,
     /// The faults it injected, by kind.
     pub faults: Vec<(String, u64)>,
+    /// The indexer processes killed at each crash point (in [`crash_points`]' order).
+    pub crashes: Vec<u64>,
     /// The load: requests, proper 503s, artifact fetches.
     pub load: Load,
     /// From the burst's first upload to the faults stopping.
@@ -171,6 +204,7 @@ impl fmt::Display for SoakReport {
             ),
             ("calls seen by the fault proxy", self.calls.to_string()),
             ("faults injected", faults.join(", ")),
+            ("crashes at each crash point", format!("{:?}", self.crashes)),
             (
                 "API requests / 503 with Retry-After",
                 format!("{} / {}", self.load.requests, self.load.unavailable),
@@ -221,18 +255,21 @@ fn burst_faults(config: &SoakConfig) -> Option<FaultPlan> {
         .then(|| FaultPlan::uniform(config.seed, config.fault_rate).holding(HOLD))
 }
 
+/// Crashes at each crash point: each of [`crash_points`] kills the indexer this many times.
+pub const CRASHES_PER_POINT: u64 = 2;
+
 /// Where the indexer is killed during each third of the burst: at a write to the table, at
 /// a read of the bucket, at a read of the table (twice each, some calls apart).
-fn crash_points() -> [CrashPoint; 3] {
+pub fn crash_points() -> [CrashPoint; 3] {
     [
         CrashPoint::new(
             "dynamodb",
             "PutItem|TransactWriteItems|UpdateItem|DeleteItem",
             60,
         )
-        .times(2),
-        CrashPoint::new("s3", "GET|HEAD", 40).times(2),
-        CrashPoint::new("dynamodb", "GetItem|Query", 80).times(2),
+        .times(CRASHES_PER_POINT),
+        CrashPoint::new("s3", "GET|HEAD", 40).times(CRASHES_PER_POINT),
+        CrashPoint::new("dynamodb", "GetItem|Query", 80).times(CRASHES_PER_POINT),
     ]
 }
 
@@ -316,7 +353,11 @@ pub fn run(config: &SoakConfig) -> SoakReport {
             if config.fault_rate > 0.0 {
                 stack.crash_indexer_at(crash);
             }
+            let crashed_before = stack.fault_stats().crashes;
             let delivery = stack.index_in_bulk(chunk, per_event);
+            report
+                .crashes
+                .push(stack.fault_stats().crashes - crashed_before);
             report.invocations += delivery.invocations;
             report.failed += delivery.failed.len();
             dead.extend(delivery.dead_lettered);

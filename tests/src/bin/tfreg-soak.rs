@@ -7,9 +7,7 @@
 //! [--threads N] [--per-event N] [--check-share N]`
 
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use tfreg_e2e::soak::{run, SoakConfig};
+use tfreg_e2e::soak::{run, seed_from_env_or_clock, SoakConfig, Workload};
 
 const USAGE: &str = "usage: tfreg-soak [--seed N] [--files N] [--rounds N] [--fault-rate F] \
                      [--instances N] [--threads N] [--per-event N] [--check-share N]";
@@ -24,10 +22,7 @@ fn value<T: std::str::FromStr>(flag: &str, word: Option<&String>) -> Result<T, S
 /// The soak's settings and rounds from the command line.
 fn parse(args: &[String]) -> Result<(SoakConfig, usize), String> {
     let mut config = SoakConfig {
-        seed: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(31),
+        seed: seed_from_env_or_clock(),
         files: 1000,
         check_share: 1,
         ..SoakConfig::default()
@@ -47,8 +42,11 @@ fn parse(args: &[String]) -> Result<(SoakConfig, usize), String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    if config.files < 100 || !(0.0..1.0).contains(&config.fault_rate) {
-        return Err("--files must be at least 100 and --fault-rate in [0, 1)".into());
+    if config.files < Workload::MIN_FILES || !(0.0..1.0).contains(&config.fault_rate) {
+        return Err(format!(
+            "--files must be at least {} and --fault-rate in [0, 1)",
+            Workload::MIN_FILES
+        ));
     }
     if rounds == 0 || config.indexer_instances == 0 || config.per_event == 0 {
         return Err("--rounds, --instances and --per-event must be at least 1".into());

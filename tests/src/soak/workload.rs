@@ -113,9 +113,18 @@ fn add(versions: &mut Versions, address: &str, version: &str) {
 }
 
 impl Workload {
-    /// The workload of `files` burst uploads (at least 100), laid out by `seed`.
+    /// The fewest burst uploads a workload takes: enough for two releases of each provider
+    /// (a quarter of the files) and module versions of every module.
+    pub const MIN_FILES: usize = 100;
+
+    /// The workload of `files` burst uploads (at least [`Workload::MIN_FILES`]), laid out by
+    /// `seed`.
     pub fn new(seed: u64, files: usize) -> Workload {
-        assert!(files >= 100, "a soak needs at least 100 files, not {files}");
+        assert!(
+            files >= Self::MIN_FILES,
+            "a soak needs at least {} files, not {files}",
+            Self::MIN_FILES
+        );
         let mut rng = Rng::new(seed ^ 0x5eed);
         let gpg = Gpg::new();
         for key in [OLD_KEY, NEW_KEY, BETA_KEY] {
