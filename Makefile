@@ -99,6 +99,7 @@ test:
 gate: check-tools venv lint lint-template lint-workflows
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) nextest run --locked --workspace --no-fail-fast
+	$(CARGO) test --locked --workspace --doc
 
 ## The deep tier, at full size: the tests marked `#[ignore = "deep tier: ..."]` (the 500-file
 ## soak, request costs at 10,000 versions, bulk publishing of thousands, the README with its
