@@ -117,8 +117,9 @@ deep: check-tools podman venv check-lambda-zips check-lambda-release
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) nextest run --locked --workspace --no-fail-fast --profile deep --run-ignored only
 
-# Where cargo-nextest writes each profile's JUnit report (.config/nextest.toml).
-NEXTEST_JUNIT = $(CARGO_TARGET_DIR)/nextest
+# Where cargo-nextest writes each profile's JUnit report (.config/nextest.toml): its store,
+# target/nextest in the clone, whatever CARGO_TARGET_DIR says.
+NEXTEST_JUNIT = $(CURDIR)/target/nextest
 
 ## The test virtualenv; reinstalled when tests/requirements.txt changes
 venv: $(VENV)/.installed

@@ -44,6 +44,9 @@ impl Indexer {
         // files) may change while it is made: a key indexed at the same moment reads the
         // attachment records before this one is written. So the verdict and its problem are
         // written first and the inputs read again after; one of the two sides sees the other.
+        // (That holds because the version's module or provider was noted under its namespace
+        // before this, and a key's change judges the attachments of every noted one:
+        // `judge_signed_attachments`.)
         for _ in 0..3 {
             let before = self.attachment_inputs(target, version, kind).await?;
             let problem = self
@@ -375,16 +378,14 @@ impl Indexer {
         &self,
         namespace: &crate::names::Namespace,
     ) -> Result<(), StoreError> {
-        let mut partitions = Vec::new();
-        for record in self
-            .metadata
-            .query(&partition::namespace_modules(namespace))
+        // Every module noted under the namespace, listed or not yet: an attachment's
+        // module is noted before it is judged, its listing only made with its documents.
+        let mut partitions: Vec<(String, Option<&str>)> = self
+            .namespace_modules(namespace)
             .await?
-        {
-            if let Record::NamespaceModule(summary) = record {
-                partitions.push((partition::module(&summary.address), None));
-            }
-        }
+            .iter()
+            .map(|address| (partition::module(address), None))
+            .collect();
         for record in self
             .metadata
             .query(&partition::namespace(namespace))

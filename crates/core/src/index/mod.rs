@@ -346,8 +346,16 @@ impl Indexer {
                 version,
                 file,
             } => {
-                if let crate::layout::NoticeTarget::Provider { provider } = target {
-                    self.note_provider(provider).await?;
+                // Noted before it is judged, so a change of the namespace's keys finds it
+                // (see `index_attachment`): a module's listing is made only with its
+                // documents, which may come later.
+                match target {
+                    crate::layout::NoticeTarget::Provider { provider } => {
+                        self.note_provider(provider).await?
+                    }
+                    crate::layout::NoticeTarget::Module { address } => {
+                        self.note_module(address).await?
+                    }
                 }
                 self.index_attachment(key, target, version, *file).await?
             }
