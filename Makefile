@@ -113,9 +113,23 @@ test-deep:
 	  --junit $(NEXTEST_JUNIT)/deep/junit.xml; \
 	exit $$status
 
-deep: check-tools podman venv check-lambda-zips check-lambda-release
-	$(CARGO) build --locked --workspace --bins
-	$(CARGO) nextest run --locked --workspace --no-fail-fast --profile deep --run-ignored only
+# The zips build beside the tests at the lowest CPU priority: the deep tier's tests wait on
+# the emulator (one Python process) most of the time, and the zips take the other core. A
+# failed zip check fails the tier at the end, with its log. (cargo-lambda builds for its own
+# target, so neither build waits on the other's lock.)
+deep: check-tools podman venv build-venv
+	@mkdir -p $(LAMBDA_DIR); log=$(LAMBDA_DIR)/check.log; \
+	echo "building and checking the arm64 Lambda zips beside the tests, at low priority (log: $$log)"; \
+	setsid nice -n 19 $(MAKE) --no-print-directory check-lambda-zips check-lambda-release >$$log 2>&1 & zips=$$!; \
+	trap 'kill -- -$$zips 2>/dev/null || true' EXIT; \
+	status=0; \
+	$(CARGO) build --locked --workspace --bins || status=$$?; \
+	if [ $$status = 0 ]; then \
+	  $(CARGO) nextest run --locked --workspace --no-fail-fast --profile deep --run-ignored only || status=$$?; \
+	fi; \
+	echo "waiting for the Lambda zips (log: $$log)"; \
+	if wait $$zips; then cat $$log; else cat $$log; echo "the Lambda zips' check failed (above)"; status=1; fi; \
+	exit $$status
 
 # Where cargo-nextest writes each profile's JUnit report (.config/nextest.toml): its store,
 # target/nextest in the clone, whatever CARGO_TARGET_DIR says.

@@ -7,6 +7,7 @@ mod aws;
 mod backup;
 mod docs_claims;
 mod docs_links;
+mod emulator;
 mod escaping;
 mod faults;
 mod first_run;

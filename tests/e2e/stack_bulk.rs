@@ -15,12 +15,12 @@ fn a_batch_of_events_makes_its_module_document_once_and_loses_no_version() {
 }
 
 #[test]
-#[ignore = "deep tier: make test-deep (3,000 versions against the emulator)"]
+#[ignore = "deep tier: make test-deep (2,000 versions against the emulator)"]
 fn thousands_of_versions_publish_in_bulk_and_lose_none() {
-    // Given the stack with six instances of the indexer function, when 3,000 versions of one
+    // Given the stack with six instances of the indexer function, when 2,000 versions of one
     // module are uploaded at once and their events delivered fifty records to an event (S3's
     // batches of a migration), the six instances taking events side by side,
-    publish_in_bulk(3_000, 50, 6);
+    publish_in_bulk(2_000, 50, 6);
 }
 
 /// Publishes `versions` versions of one module on a stack of `instances` indexers, their

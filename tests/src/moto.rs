@@ -1,4 +1,11 @@
 //! moto's server, the S3 and DynamoDB emulator of the AWS tests.
+//!
+//! It runs through `tests/tools/moto_server.py`: moto as installed, but for one thing that
+//! changes no answer. moto answers a DynamoDB Query on the table by sorting every item of the
+//! table and keeping the queried partition's, so each query cost the whole table and the
+//! tests that publish thousands of versions (the soak, request costs at scale, bulk
+//! publishing) spent their time in the emulator, quadratically: there a Query reads its
+//! partition, as DynamoDB does. e2e `emulator` checks that every Query answers the same.
 
 use super::*;
 
@@ -59,8 +66,10 @@ impl Moto {
 
     fn start_with(tls: Option<(&Path, &Path)>) -> Moto {
         let port = free_port();
-        let mut command = Command::new(venv_tool("moto_server"));
-        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        let mut command = Command::new(venv_tool("python"));
+        command
+            .arg(workspace_root().join("tests/tools/moto_server.py"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()]);
         let scheme = match tls {
             Some((cert, key)) => {
                 command.arg("-c").arg(cert).arg("-k").arg(key);
