@@ -3,7 +3,7 @@
 //! page, and `terraform init` installs it; a signature by another key or an armored one
 //! refuses the version with the reason in `tfreg status`; a namespace policy requiring
 //! signatures refuses unsigned versions, and a refused policy file keeps refusing them;
-//! `tfreg publish module --sign` signs as it publishes (and refuses an EdDSA key). And the
+//! `tfreg publish module --sign` signs as it publishes (with an RSA or an ed25519 key). And the
 //! same judgement through the deployed stack (S3 events, DynamoDB).
 
 use std::path::Path;
@@ -178,15 +178,26 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     );
     let published = details(&server, "acme/plain/aws", "2.0.0").unwrap();
     assert_eq!(published["signed_by"]["key_id"], key_id.as_str());
-    // (an EdDSA key is refused before anything is uploaded, as Terraform refuses it),
+    // (an ed25519 key, GnuPG 2.3+'s default, signs as well: Terraform verifies EdDSA),
     let eddsa = Gpg::new();
     eddsa.generate("ed@example.test", "ed25519", "never", None);
+    publish(d, "keys/acme/ed.asc", &eddsa.export("ed@example.test"));
     let ed_secret = work.path().join("ed.asc");
     std::fs::write(&ed_secret, eddsa.export_secret("ed@example.test")).unwrap();
     let (code, out, err) = publish_signed("2.1.0", &ed_secret);
-    assert_eq!(code, 3, "{out}{err}");
-    assert!(err.contains("EdDSA"), "{out}{err}");
-    assert!(!d.join("modules/acme/plain/aws/2.1.0.tar.gz").exists());
+    assert_eq!(code, 0, "{out}{err}");
+    let ed_id = eddsa.key_id("ed@example.test");
+    assert!(
+        out.contains(&format!("signed the archive with key {ed_id}")),
+        "{out}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(60), || server
+            .module_versions("acme/plain/aws")
+            == ["2.0.0", "2.1.0"]),
+        "{}",
+        status(d)
+    );
 
     // and a policy file that is refused keeps requiring signatures, with its reason.
     publish(
@@ -200,7 +211,7 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
         "{}",
         status(d)
     );
-    assert_eq!(server.module_versions("acme/plain/aws"), ["2.0.0"]);
+    assert_eq!(server.module_versions("acme/plain/aws"), ["2.0.0", "2.1.0"]);
     let report = status(d);
     assert!(
         report.contains("the policy file keys/acme/policy.json is refused"),

@@ -10,8 +10,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use tfreg_e2e::{
-    provider_release, provider_zip, publish, sha256_hex, terraform_platform, test_certificate,
-    tfreg_with_env, wait_until, zip, Gpg, Moto, Page, Server, StaticSite, TempDir, Terraform,
+    install_error, provider_release, provider_zip, publish, requires_providers, sha256_hex,
+    terraform_platform, test_certificate, tfreg_with_env, upload_tree, wait_until, zip, Gpg, Moto,
+    Page, Server, StaticSite, TempDir, Terraform,
 };
 
 const HOST: &str = "registry.example.test";
@@ -250,7 +251,7 @@ fn refused(gpg: &Gpg) -> Vec<Refused> {
                     ..Made::default()
                 },
             ),
-            "does not match this SHA256SUMS",
+            "does not match the signed file",
             "invalid signature",
         ),
         sums(
@@ -392,23 +393,16 @@ fn accepted(gpg: &Gpg) -> Vec<Release> {
 
 /// A configuration requiring acme/<type> 1.0.0 for each type.
 fn requiring(types: &[&str]) -> String {
-    let entries: String = types
+    let providers: Vec<(&str, String)> = types
         .iter()
-        .map(|t| format!("    {t} = {{\n      source  = \"{HOST}/acme/{t}\"\n      version = \"1.0.0\"\n    }}\n"))
+        .map(|t| (*t, format!("{HOST}/acme/{t}")))
         .collect();
-    format!("terraform {{\n  required_providers {{\n{entries}  }}\n}}\n")
+    requires_providers(&providers, "1.0.0")
 }
 
 /// Terraform's error for one provider, whitespace folded (Terraform wraps its messages).
 fn error_for(output: &str, type_: &str) -> String {
-    let folded = output.split_whitespace().collect::<Vec<_>>().join(" ");
-    let start = format!("Error while installing {HOST}/acme/{type_} v1.0.0:");
-    let Some(at) = folded.find(&start) else {
-        return String::new();
-    };
-    let rest = &folded[at + start.len()..];
-    let end = rest.find("Error").unwrap_or(rest.len());
-    rest[..end].to_owned()
+    install_error(output, &format!("{HOST}/acme/{type_}"), "1.0.0")
 }
 
 /// Serves `releases` raw from a static site, and runs `terraform init` requiring them all.
@@ -592,7 +586,7 @@ fn the_aws_shape_refuses_them_with_the_reason() {
     }
     let moto = Moto::start();
     let env = moto.env();
-    upload_tree(&moto, staging.path());
+    upload_tree(&moto, staging.path(), BUCKET, TABLE);
 
     // when the indexer runs over them,
     let out = tfreg_with_env(&["reindex", "--table", TABLE, "--bucket", BUCKET], &env);
@@ -610,35 +604,3 @@ fn the_aws_shape_refuses_them_with_the_reason() {
 
 const BUCKET: &str = "tfreg-checks";
 const TABLE: &str = "tfreg-checks";
-
-/// Creates the bucket and the table in moto, and uploads every file under `dir` by its path.
-fn upload_tree(moto: &Moto, dir: &Path) {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let s3 = tfreg_e2e::provision(&moto.sdk_config().await, BUCKET, TABLE).await;
-        for path in files_under(dir) {
-            let key = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
-            let body = aws_sdk_s3::primitives::ByteStream::from(std::fs::read(&path).unwrap());
-            s3.put_object()
-                .bucket(BUCKET)
-                .key(key)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-        }
-    });
-}
-
-fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}

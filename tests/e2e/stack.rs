@@ -47,7 +47,8 @@ fn install_through_the_stack(download_mode: &str) {
     let own = terraform_platform();
     let platforms = [own.as_str(), "windows_arm64"];
     let gpg = Gpg::new();
-    gpg.generate("release@example.test", "rsa2048", "never", None);
+    // (an ed25519 key, as `gpg --quick-gen-key NAME ed25519 sign` makes it: GnuPG 2.3+'s default)
+    gpg.generate("release@example.test", "ed25519", "never", None);
     let mut keys = vec![module.to_owned()];
     keys.extend(stack.upload_signed_release(&gpg, "widget", "1.2.0", &platforms));
     // (the same bytes, for the checks below: releases are made deterministically)

@@ -8,7 +8,7 @@ pub struct Gpg {
 }
 
 impl Gpg {
-    /// A fresh GnuPG home with one RSA signing key (Terraform refuses EdDSA).
+    /// A fresh GnuPG home, with no key yet.
     pub fn new() -> Gpg {
         let found = Command::new("gpg")
             .arg("--version")
@@ -107,6 +107,107 @@ impl Gpg {
         all.extend(["-o", output.to_str().unwrap(), input.to_str().unwrap()]);
         self.gpg(&all);
         std::fs::read(output).unwrap()
+    }
+}
+
+/// Key management beyond one signing key, for the signature cases of e2e `signatures`.
+impl Gpg {
+    /// `gpg --quick-gen-key` with a usage (`sign`, `cert`, ...), as `generate` but with the
+    /// usage chosen.
+    pub fn generate_for(&self, email: &str, algorithm: &str, usage: &str, expire: &str) {
+        let uid = format!("tfreg test <{email}>");
+        self.gpg(&["--quick-gen-key", &uid, algorithm, usage, expire]);
+    }
+
+    /// The primary key's fingerprint, then each subkey's.
+    pub fn fingerprints(&self, email: &str) -> Vec<String> {
+        let out = self.gpg(&["--list-keys", "--with-colons", email]).stdout;
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("fpr:"))
+            .map(|l| l.split(':').nth(9).unwrap().to_owned())
+            .collect()
+    }
+
+    /// Adds a signing subkey (`gpg --quick-add-key FPR ALGORITHM sign never`).
+    pub fn add_signing_subkey(&self, email: &str, algorithm: &str) {
+        let primary = self.fingerprints(email).remove(0);
+        self.gpg(&["--quick-add-key", &primary, algorithm, "sign", "never"]);
+    }
+
+    /// Adds a user ID (`gpg --quick-add-uid`).
+    pub fn add_uid(&self, email: &str, uid: &str) {
+        self.gpg(&["--quick-add-uid", email, uid]);
+    }
+
+    /// Revokes a user ID (`gpg --quick-revoke-uid`).
+    pub fn revoke_uid(&self, email: &str, uid: &str) {
+        self.gpg(&["--quick-revoke-uid", email, uid]);
+    }
+
+    /// Sets the primary key's expiry (`gpg --quick-set-expire`), at a faked time if given.
+    pub fn set_expire(&self, email: &str, expire: &str, faked_time: Option<&str>) {
+        let primary = self.fingerprints(email).remove(0);
+        let mut args = vec![];
+        if let Some(time) = faked_time {
+            args.extend(["--faked-system-time", time]);
+        }
+        args.extend(["--quick-set-expire", &primary, expire]);
+        self.gpg(&args);
+    }
+
+    /// Revokes the key, as importing the revocation certificate GnuPG wrote when it made the
+    /// key does: its published armor then carries the revocation.
+    pub fn revoke(&self, email: &str) {
+        let primary = self.fingerprints(email).remove(0);
+        let path = self
+            .home
+            .path()
+            .join(format!("openpgp-revocs.d/{primary}.rev"));
+        let certificate = std::fs::read_to_string(&path).unwrap();
+        // GnuPG writes it with the armor's first line escaped, against importing it by mistake.
+        let certificate = certificate.replace(":-----BEGIN", "-----BEGIN");
+        let file = self.home.path().join("revoke.asc");
+        std::fs::write(&file, certificate).unwrap();
+        self.gpg(&["--import", file.to_str().unwrap()]);
+    }
+
+    /// Revokes the key's first subkey (`gpg --edit-key`: `key 1`, `revkey`).
+    pub fn revoke_subkey(&self, email: &str) {
+        let primary = self.fingerprints(email).remove(0);
+        let mut child = Command::new("gpg")
+            .env("GNUPGHOME", self.home.path())
+            .args([
+                "--batch",
+                "--yes",
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "",
+            ])
+            .args(["--command-fd", "0", "--edit-key", &primary])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("gpg runs");
+        use std::io::Write as _;
+        // Select subkey 1, revoke it, answer "yes", reason 0, no description, "okay", save.
+        let answers = b"key 1\nrevkey\ny\n0\n\ny\nsave\n";
+        child.stdin.take().unwrap().write_all(answers).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "gpg revkey:\n{}",
+            describe(&output)
+        );
+        let listing = self.gpg(&["--list-keys", "--with-colons", email]).stdout;
+        let listing = String::from_utf8(listing).unwrap();
+        assert!(
+            listing.lines().any(|l| l.starts_with("sub:r:")),
+            "the subkey is not revoked:\n{listing}"
+        );
     }
 }
 

@@ -36,9 +36,12 @@ pub use tempfile::TempDir;
 pub use upstream::{Fault, TamperingProxy, Upstream, UPSTREAM_HOST};
 
 pub use gpg::{provider_release, provider_zip, sha256_hex, Gpg};
-pub use moto::{provision, Moto};
+pub use moto::{provision, upload_tree, Moto};
 pub use server::Server;
-pub use terraform::{host_block, mirror_config, requires_provider, terraform_platform, Terraform};
+pub use terraform::{
+    host_block, install_error, installed, mirror_config, requires_provider, requires_providers,
+    terraform_platform, Terraform,
+};
 
 /// The `tfreg` binary of this build (cargo puts it beside the test binary's `deps/` folder),
 /// or the one in `TFREG_E2E_BIN_DIR` when set (binaries built elsewhere, e.g. a release

@@ -110,3 +110,36 @@ impl Drop for Moto {
         let _ = self.child.wait();
     }
 }
+
+/// Creates the bucket and the table in moto, and uploads every file under `dir` by its path
+/// (as publishers upload a data directory's tree).
+pub fn upload_tree(moto: &Moto, dir: &Path, bucket: &str, table: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let s3 = provision(&moto.sdk_config().await, bucket, table).await;
+        for path in files_under(dir) {
+            let key = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+            let body = aws_sdk_s3::primitives::ByteStream::from(std::fs::read(&path).unwrap());
+            s3.put_object()
+                .bucket(bucket)
+                .key(key)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+        }
+    });
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

@@ -155,3 +155,33 @@ pub fn requires_provider(name: &str, source: &str, version: &str) -> String {
         "terraform {{\n  required_providers {{\n    {name} = {{\n      source  = \"{source}\"\n      version = \"{version}\"\n    }}\n  }}\n}}\n"
     )
 }
+
+/// A configuration requiring each provider `(name, source)` at `version`.
+pub fn requires_providers(providers: &[(&str, String)], version: &str) -> String {
+    let entries: String = providers
+        .iter()
+        .map(|(name, source)| {
+            format!("    {name} = {{\n      source  = \"{source}\"\n      version = \"{version}\"\n    }}\n")
+        })
+        .collect();
+    format!("terraform {{\n  required_providers {{\n{entries}  }}\n}}\n")
+}
+
+/// Terraform's error for one provider in `terraform init`'s output (`address` as
+/// `HOST/NAMESPACE/TYPE`, `version` as `1.0.0`), whitespace folded (Terraform wraps its
+/// messages); empty when there is none.
+pub fn install_error(output: &str, address: &str, version: &str) -> String {
+    let folded = output.split_whitespace().collect::<Vec<_>>().join(" ");
+    let start = format!("Error while installing {address} v{version}:");
+    let Some(at) = folded.find(&start) else {
+        return String::new();
+    };
+    let rest = &folded[at + start.len()..];
+    let end = rest.find("Error").unwrap_or(rest.len());
+    rest[..end].to_owned()
+}
+
+/// Whether `terraform init`'s output says it installed `address` at `version`.
+pub fn installed(output: &str, address: &str, version: &str) -> bool {
+    output.contains(&format!("Installed {address} v{version}"))
+}

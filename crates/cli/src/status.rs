@@ -176,6 +176,9 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
             for problem in &release.problems {
                 writeln!(out, "    {:<12}   {}", "", t(problem))?;
             }
+            for warning in &release.warnings {
+                writeln!(out, "    {:<12}   warning: {}", "", t(warning))?;
+            }
             for platform in &release.platforms {
                 let name = t(&platform.platform);
                 match &platform.problem {
@@ -199,6 +202,14 @@ fn text(doc: &StatusDoc) -> anyhow::Result<String> {
             t(&mirrored.version),
             t(&mirrored.platforms.join(" "))
         )?;
+    }
+
+    let key_warnings: Vec<&String> = doc.keys.iter().filter_map(|k| k.warning.as_ref()).collect();
+    if !key_warnings.is_empty() {
+        writeln!(out, "\nSigning keys:")?;
+        for warning in key_warnings {
+            writeln!(out, "  warning: {}", t(warning))?;
+        }
     }
 
     upstream_text(&mut out, doc)?;

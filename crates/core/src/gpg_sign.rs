@@ -20,9 +20,11 @@ pub struct SignError(pub String);
 
 /// A binary detached signature of `content` by the armored secret key `armored_secret`
 /// (unlocked with `passphrase`, empty for an unprotected key), made with its signing subkey
-/// if it has one, else its primary key; and the key ID of the primary key. Refused: a key
-/// the registry refuses (EdDSA, expired, revoked: [`crate::gpg::parse_public_key`]'s
-/// reasons), a wrong passphrase, and a signature that does not verify with the key.
+/// if it has one, else its primary key; and the key ID of the primary key. Any algorithm
+/// Terraform verifies will do (RSA, DSA, EdDSA). Refused: a key the registry refuses (a
+/// revoked one: [`crate::gpg::parse_public_key`]'s reasons), a wrong passphrase, and a
+/// signature the registry would refuse ([`crate::gpg::check_detached`]: one made by an
+/// expired key, for one).
 pub fn sign_detached(
     armored_secret: &[u8],
     passphrase: &str,
@@ -42,7 +44,7 @@ pub fn sign_detached(
         .to_armored_string(Default::default())
         .map_err(|e| SignError(format!("the key's public part cannot be written: {e}")))?;
     let now = SystemTime::now();
-    // The registry's reasons, Terraform's included ("EdDSA keys are not supported").
+    // The registry's reasons for refusing the key itself.
     let info = crate::gpg::parse_public_key(public.as_bytes(), now).map_err(SignError)?;
     let password = Password::from(passphrase);
     let unlocked = |e: pgp::errors::Error| {

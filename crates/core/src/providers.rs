@@ -187,10 +187,6 @@ fn signature_verdict<'a>(
     } else {
         match &sig.verdict {
             Err(reason) => Err(format!("signature refused: {reason}")),
-            Ok(by) if by.key_info.is_expired(now) => Err(format!(
-                "the key that signed it ({}, {}) has expired",
-                by.key_id, by.key
-            )),
             Ok(by) if by.signature_expires_at.is_some_and(|at| unix(now) > at) => Err(
                 crate::gpg::signature_expired(&by.key_id, by.signature_expires_at.unwrap_or(0)),
             ),
@@ -317,7 +313,7 @@ fn judge(
 }
 
 /// The first Unix second after `now` at which a judgement of `records` may change by time
-/// alone: a signing key's or a signature's expiry.
+/// alone: a signature's expiry.
 pub fn next_change(records: &[Record], now: SystemTime) -> Option<u64> {
     let now = unix(now);
     records
@@ -326,14 +322,9 @@ pub fn next_change(records: &[Record], now: SystemTime) -> Option<u64> {
             Record::Signature(s) => s.verdict.as_ref().ok(),
             _ => None,
         })
-        .flat_map(|by| {
-            // A key is expired from its expiry on; a signature only after its expiry.
-            [
-                by.key_info.expires_at,
-                by.signature_expires_at.map(|t| t.saturating_add(1)),
-            ]
-        })
-        .flatten()
+        // A signature is expired only after its expiry. A key's expiry changes nothing: a
+        // signature made while the key was valid stays valid (crate::gpg).
+        .filter_map(|by| by.signature_expires_at.map(|t| t.saturating_add(1)))
         .filter(|&t| t > now)
         .min()
 }
@@ -379,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn the_next_change_is_the_first_expiry_still_ahead() {
+    fn the_next_change_is_the_first_signature_expiry_still_ahead() {
         let now = UNIX_EPOCH + Duration::from_secs(1000);
         assert_eq!(next_change(&[signature(None, None)], now), None);
         assert_eq!(next_change(&[signature(Some(500), None)], now), None);
@@ -387,12 +378,13 @@ mod tests {
             next_change(&[signature(Some(5000), Some(2000))], now),
             Some(2001)
         );
+        // A key's expiry changes no verdict: what it signed while valid stays served.
         assert_eq!(
             next_change(
                 &[signature(Some(1500), None), signature(None, Some(3000))],
                 now
             ),
-            Some(1500)
+            Some(3001)
         );
     }
 }

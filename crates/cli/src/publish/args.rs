@@ -66,8 +66,8 @@ pub(super) struct ModuleArgs {
     pub(super) include: Vec<String>,
     /// Sign the archive with this armored OpenPGP secret key (`gpg --armor
     /// --export-secret-keys KEYID`) and publish the signature as `<archive>.sig` after the
-    /// archive. The key's public part must be under `keys/<namespace>/` (RSA or DSA:
-    /// Terraform refuses EdDSA keys). See docs/module-signing.md.
+    /// archive. The key's public part must be under `keys/<namespace>/` (RSA, DSA or
+    /// ed25519). See docs/module-signing.md.
     #[arg(long = "sign", value_name = "KEYFILE")]
     pub(super) sign: Option<PathBuf>,
     /// The environment variable holding the secret key's passphrase, if it has one.

@@ -291,6 +291,7 @@ mod tests {
             }],
             shasums: file(&sums),
             signature: file(&sig),
+            warnings: vec![],
         };
         let observe = |release: &ProviderVersionStatus| Observation {
             provider: Some(ProviderStatus {

@@ -34,6 +34,10 @@ pub struct StatusDoc {
     /// Whether the registry records uploaders at all: false for a data directory.
     #[serde(default)]
     pub uploaders_recorded: bool,
+    /// The signing keys of the namespaces reported on, with a warning for each that has
+    /// expired or expires within 30 days.
+    #[serde(default)]
+    pub keys: Vec<super::keys::KeyStatus>,
     /// How many refusals the document lists: problems, provider versions not served, and
     /// platforms of served versions that are not offered. `tfreg status` exits with 3 when
     /// it is not 0.
@@ -87,6 +91,10 @@ pub struct ProviderVersionStatus {
     /// The SHA256SUMS and signature served (when served).
     pub shasums: Option<FileRef>,
     pub signature: Option<FileRef>,
+    /// What a publisher should know about a served version: that the key that signed it
+    /// has expired since (it stays served), with the fix.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// One platform's package.

@@ -6,6 +6,7 @@
 
 mod doc;
 mod filter;
+pub mod keys;
 pub mod lifecycle;
 pub mod uploads;
 
@@ -17,7 +18,9 @@ use tfreg_core::module_archive::secrets::SecretShapedFiles;
 use tfreg_core::providers::{evaluate, CurrentKeys};
 use tfreg_core::store::{partition, MetadataStore, Record};
 use tfreg_core::tokens::Access;
-use tfreg_core::{Hostname, ModuleAddress, Origin, ProviderAddress, Registry, StoreError};
+use tfreg_core::{
+    Hostname, ModuleAddress, Namespace, Origin, ProviderAddress, Registry, StoreError,
+};
 
 pub use doc::{
     FileRef, MirrorStatus, ModuleStatus, ModuleVersionStatus, PlatformStatus, Problem,
@@ -229,6 +232,7 @@ pub async fn provider_status(
                 key: s.signature_key.clone(),
                 revision: s.signature_revision.clone(),
             }),
+            warnings: Vec::new(),
         });
     }
     Ok(status)
@@ -301,6 +305,20 @@ pub async fn build(
         doc.mirror
             .extend(mirror_status(registry, hostname, provider).await?);
     }
+    let namespaces: BTreeSet<Namespace> = scope
+        .modules
+        .iter()
+        .filter(|a| filter.module(a))
+        .map(|a| a.namespace.clone())
+        .chain(
+            scope
+                .providers
+                .iter()
+                .filter(|p| filter.provider(p))
+                .map(|p| p.namespace.clone()),
+        )
+        .collect();
+    keys::add_keys(&mut doc, metadata, &namespaces, SystemTime::now()).await?;
     let beside_served = std::mem::take(&mut doc.problems);
     doc.problems = registry
         .problems()

@@ -88,6 +88,7 @@ mod tests {
             platforms: vec![platform("darwin", "arm64"), platform("linux", "amd64")],
             versions: vec![v("1.0.0"), v("1.1.0"), v("2.0.0-rc.1")],
             key_id: "ABCDEF0123456789".into(),
+            key_expires_at: None,
             deprecation: None,
             deprecated_versions: Default::default(),
             withdrawn: vec![],

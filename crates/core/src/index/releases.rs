@@ -282,9 +282,6 @@ pub(super) fn signer_among(
         else {
             continue;
         };
-        if info.is_expired(now) {
-            continue;
-        }
         usable += 1;
         // The registry hands Terraform only the key that verified, so a signature the
         // file holds by another key (which Terraform would then never read) is no matter.

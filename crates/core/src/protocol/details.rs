@@ -83,6 +83,10 @@ pub struct ModuleDetails {
 pub struct ModuleSigner {
     /// The key's ID, uppercase hex.
     pub key_id: String,
+    /// When the key expires or expired (Unix seconds); absent when it does not. The version
+    /// stays served after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_expires_at: Option<u64>,
 }
 
 /// One attachment of a version, in the shape of OpenTofu's `attachments` proposal
@@ -228,6 +232,10 @@ pub struct ProviderDetails {
     /// The ID of the key whose signature of SHA256SUMS verified (uppercase hex, as
     /// Terraform shows it). Beyond the public registry's fields.
     pub key_id: String,
+    /// When that key expires or expired (Unix seconds); absent when it does not. A version
+    /// signed while its key was valid stays served after the key expires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_expires_at: Option<u64>,
     /// The shown version's deprecation; absent when it is not deprecated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deprecation: Option<Deprecation>,

@@ -369,6 +369,7 @@ impl Registry {
             signed_by: archive.signed_by.as_ref().map(|by| {
                 crate::protocol::details::ModuleSigner {
                     key_id: by.key_id.clone(),
+                    key_expires_at: by.key_info.expires_at,
                 }
             }),
         };

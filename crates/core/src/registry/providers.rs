@@ -125,6 +125,7 @@ impl Registry {
                 .collect(),
             versions,
             key_id: release.signer.key_id,
+            key_expires_at: release.signer.expires_at,
             deprecation,
             deprecated_versions,
             withdrawn: Withdrawn::all(&doc.withdrawn),

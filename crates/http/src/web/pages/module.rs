@@ -210,7 +210,18 @@ fn signature(
     signed_by: Option<&tfreg_core::protocol::details::ModuleSigner>,
     namespace: &tfreg_core::Namespace,
 ) -> Markup {
+    let note = signed_by.and_then(|by| {
+        tfreg_core::gpg::signer_expiry_note(
+            &by.key_id,
+            by.key_expires_at,
+            std::time::SystemTime::now(),
+        )
+    });
     html! {
+        @if let Some(note) = note {
+            // The deprecation banner's style: a note, not an error.
+            div.deprecation #key-expiry role="note" { p { (note) } }
+        }
         p.muted #signature {
             @match signed_by {
                 Some(by) => {

@@ -127,6 +127,10 @@ fn render(
         }
         div.layout {
             div {
+                @if let Some(note) = tfreg_core::gpg::signer_expiry_note(&details.key_id, details.key_expires_at, std::time::SystemTime::now()) {
+                    // The deprecation banner's style: a note, not an error.
+                    div.deprecation #key-expiry role="note" { p { (note) } }
+                }
                 dl {
                     dt { "Signing key ID" }
                     dd { code #key-id { (details.key_id) } }
