@@ -222,8 +222,8 @@ fn cases() -> Vec<Case> {
             },
         ),
         // The registry's rule: a signature made after the key expired is refused. Terraform
-        // ignores key expiry altogether, so it installs it; a stolen key that expired could
-        // otherwise go on signing releases.
+        // ignores key expiry altogether, so it installs it. (The date is the signer's claim:
+        // the rule stops mistakes; revoking is what stops a thief.)
         row(
             "signedafterexpiry",
             RegistryRule("after the key expired"),
@@ -425,11 +425,32 @@ fn tfreg_serves_exactly_the_releases_terraform_installs_and_installs_them() {
     );
     let data_arg = ["--json", "--data", data.path().to_str().unwrap()];
     check_status(&cases, &tfreg_status(&data_arg, &[]), "local");
+    let text = tfreg_status(&data_arg[1..], &[]);
+    assert!(
+        text.contains("\nSigning keys:\n")
+            && text.contains("\n  warning: keys/keyexpired/release.asc: key")
+            && text.contains("warning: signed by key"),
+        "{text}"
+    );
     // and a restart keeps serving the release whose key has expired since it was signed.
     assert!(server.terminate(std::time::Duration::from_secs(10)));
     let server = Server::start(data.path(), &["--hostname", HOST]);
     let (status, body) = server.get(&format!("/v1/providers/keyexpired/{TYPE}/versions"));
     assert_eq!(status, 200, "{body}");
+    // Its page says so; a key expiring soon is announced on its release's page too.
+    for (case, note) in [
+        ("keyexpired", "which expired on 2021-01-01: still served"),
+        ("expiressoon", "which expires on"),
+    ] {
+        let (status, page) = server.get(&format!("/providers/{case}/{TYPE}/{VERSION}"));
+        assert!(
+            status == 200 && page.contains("id=\"key-expiry\""),
+            "{case}: {status} {page}"
+        );
+        assert!(page.contains(note), "{case}: {page}");
+    }
+    let (_, page) = server.get(&format!("/providers/rsa/{TYPE}/{VERSION}"));
+    assert!(!page.contains("key-expiry"), "{page}");
     drop(server);
 
     // The AWS shape: the same verdicts after a reindex, and after another.
