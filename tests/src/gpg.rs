@@ -24,20 +24,19 @@ impl Gpg {
         }
     }
 
-    fn gpg(&self, args: &[&str]) -> Output {
-        let output = Command::new("gpg")
+    /// `gpg` in this home, unattended, with `args`.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("gpg");
+        command
             .env("GNUPGHOME", self.home.path())
-            .args([
-                "--batch",
-                "--yes",
-                "--pinentry-mode",
-                "loopback",
-                "--passphrase",
-                "",
-            ])
-            .args(args)
-            .output()
-            .expect("gpg runs");
+            .args(["--batch", "--yes", "--pinentry-mode", "loopback"])
+            .args(["--passphrase", ""])
+            .args(args);
+        command
+    }
+
+    fn gpg(&self, args: &[&str]) -> Output {
+        let output = self.command(args).output().expect("gpg runs");
         assert!(
             output.status.success(),
             "gpg {args:?} failed:\n{}",
@@ -176,17 +175,8 @@ impl Gpg {
     /// Revokes the key's first subkey (`gpg --edit-key`: `key 1`, `revkey`).
     pub fn revoke_subkey(&self, email: &str) {
         let primary = self.fingerprints(email).remove(0);
-        let mut child = Command::new("gpg")
-            .env("GNUPGHOME", self.home.path())
-            .args([
-                "--batch",
-                "--yes",
-                "--pinentry-mode",
-                "loopback",
-                "--passphrase",
-                "",
-            ])
-            .args(["--command-fd", "0", "--edit-key", &primary])
+        let mut child = self
+            .command(&["--command-fd", "0", "--edit-key", &primary])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
