@@ -171,7 +171,7 @@ fn cases() -> Vec<Case> {
         }),
         row(
             "revoked",
-            Refused("revoked key", "has been revoked"),
+            Refused("signature made by revoked key", "has been revoked"),
             |g, e, s| {
                 g.generate(e, "rsa2048", "never", None);
                 let signature = sign(g, e, s);
@@ -181,7 +181,7 @@ fn cases() -> Vec<Case> {
         ),
         row(
             "revokedsubkey",
-            Refused("revoked key", "which has been revoked"),
+            Refused("signature made by revoked key", "which has been revoked"),
             |g, e, s| {
                 g.generate_for(e, "rsa2048", "cert", "never");
                 g.add_signing_subkey(e, "rsa2048");
