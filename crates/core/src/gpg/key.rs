@@ -167,12 +167,13 @@ pub(super) fn revoked(
             .filter(|s| s.typ() == Some(SignatureType::SubkeyRevocation))
             .collect(),
     };
-    key.details
-        .revocation_signatures
-        .iter()
-        .chain(identity.revocations.iter().copied())
-        .chain(subkey_revocations)
-        .any(|r| revocation_in_force(r, now))
+    key_revoked(key, now)
+        || identity
+            .revocations
+            .iter()
+            .copied()
+            .chain(subkey_revocations)
+            .any(|r| revocation_in_force(r, now))
 }
 
 /// Whether the primary key itself is revoked at `now`: then no signature by any of its parts
@@ -191,7 +192,7 @@ pub(super) fn expiry(
     identity: &Identity<'_>,
     signer: &Signer<'_>,
 ) -> Option<u64> {
-    let primary = key_expiry(key.primary_key.created_at(), identity.self_signature);
+    let primary = primary_expiry(key, identity);
     let subkey = match signer {
         Signer::Primary(_) => None,
         Signer::Subkey(sub, binding) => key_expiry(sub.key.created_at(), binding),
