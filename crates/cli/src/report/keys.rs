@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use tfreg_core::gpg::{self, PublicKeyInfo};
+use tfreg_core::gpg;
 use tfreg_core::store::{partition, MetadataStore, Record};
 use tfreg_core::{Namespace, StoreError};
 
@@ -37,7 +37,8 @@ pub async fn add_keys(
     namespaces: &BTreeSet<Namespace>,
     now: SystemTime,
 ) -> Result<(), StoreError> {
-    let mut by_id: BTreeMap<(String, String), PublicKeyInfo> = BTreeMap::new();
+    // (namespace, key ID) → when the key expires: all the versions' notes need.
+    let mut expiry: BTreeMap<(String, String), Option<u64>> = BTreeMap::new();
     for namespace in namespaces {
         for record in metadata.query(&partition::keys(namespace)).await? {
             let Record::Key(key) = record else { continue };
@@ -49,14 +50,16 @@ pub async fn add_keys(
                 expired: info.is_expired(now),
                 warning: gpg::key_expiry_warning(&key.key, info, now),
             });
-            by_id.insert((namespace.to_string(), info.key_id.clone()), info.clone());
+            expiry.insert(
+                (namespace.to_string(), info.key_id.clone()),
+                info.expires_at,
+            );
         }
     }
     let warning = |address: &str, key_id: &str| {
         let namespace = address.split('/').next().unwrap_or_default().to_owned();
-        by_id
-            .get(&(namespace, key_id.to_owned()))
-            .and_then(|info| gpg::signer_expiry_note(&info.key_id, info.expires_at, now))
+        let expires_at = *expiry.get(&(namespace, key_id.to_owned()))?;
+        gpg::signer_expiry_note(key_id, expires_at, now)
     };
     for provider in &mut doc.providers {
         for version in provider.versions.iter_mut().filter(|v| v.served) {
