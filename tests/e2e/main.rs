@@ -34,6 +34,7 @@ mod release_install;
 mod request_cost;
 mod serve;
 mod sign_in_attacks;
+mod signature_races;
 mod signatures;
 mod soak;
 mod stack;

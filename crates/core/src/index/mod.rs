@@ -292,9 +292,13 @@ impl Indexer {
                 let archive_key = key
                     .strip_suffix(crate::layout::MODULE_SIGNATURE_SUFFIX)
                     .unwrap_or(key);
-                self.judge_module_signature(address, version, archive_key)
-                    .await?
-                    .signature_problem
+                let judged = self
+                    .judge_module_signature(address, version, archive_key)
+                    .await?;
+                // Without an archive nothing was judged: the `.sig`'s problem is left to the
+                // archive's event, which may be setting it meanwhile.
+                cleared_early = !judged.archive_recorded;
+                judged.signature_problem
             }
             Artifact::NamespacePolicy { namespace } => self.index_policy(key, namespace).await?,
             Artifact::ModuleMetadata { address, version } => {

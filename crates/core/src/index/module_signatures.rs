@@ -46,6 +46,10 @@ struct Snapshot(Vec<Record>);
 pub(super) struct Judged {
     pub signature_problem: Option<String>,
     pub archive_problem: Option<String>,
+    /// Whether there was an archive to judge. When there was none, nothing was judged and
+    /// neither file's problem is set: the archive's own event, which may be recording it
+    /// meanwhile, sets them.
+    pub archive_recorded: bool,
 }
 
 impl Inputs {
@@ -75,15 +79,37 @@ fn judged_of(verdict: &ModuleSignatureVerdict, has_signature: bool) -> Judged {
         ModuleSignatureVerdict::Refused(reason) if !has_signature => Judged {
             signature_problem: None,
             archive_problem: Some(reason.clone()),
+            archive_recorded: true,
         },
         ModuleSignatureVerdict::Refused(reason) => Judged {
             signature_problem: Some(reason.clone()),
             archive_problem: None,
+            archive_recorded: true,
         },
         _ => Judged {
             signature_problem: None,
             archive_problem: None,
+            archive_recorded: true,
         },
+    }
+}
+
+/// The verdict of an archive being judged.
+fn pending(
+    address: &ModuleAddress,
+    version: &Version,
+    sig_key: &str,
+    archive_key: &str,
+) -> ModuleSignatureRecord {
+    ModuleSignatureRecord {
+        address: address.clone(),
+        version: version.clone(),
+        key: sig_key.to_owned(),
+        archive_key: archive_key.to_owned(),
+        revision: None,
+        archive_revision: None,
+        inputs: Vec::new(),
+        verdict: ModuleSignatureVerdict::Pending,
     }
 }
 
@@ -101,15 +127,22 @@ impl Indexer {
         let sig_key = format!("{archive_key}{}", crate::layout::MODULE_SIGNATURE_SUFFIX);
         for _ in 0..3 {
             let (before, snapshot) = self.inputs(address, &sig_key, archive_key).await?;
-            // Judged already with these very inputs (a replayed event, or a key's change
-            // that an unsigned version does not depend on): nothing more is read.
-            if let Some(known) = self
+            let known = self
                 .module_signature_record(address, version, &sig_key)
-                .await?
-            {
+                .await?;
+            // A new signature or archive is not served while it is judged (fail closed); a
+            // change of the namespace's keys or policy leaves the verdict standing until the
+            // new one replaces it.
+            let mut new_files = true;
+            if let Some(known) = &known {
+                let same_files =
+                    known.revision == before.signature && known.archive_revision == before.archive;
+                new_files = !same_files && known.verdict != ModuleSignatureVerdict::Pending;
+                // Judged already with these very inputs (a replayed event, or a key's change
+                // that an unsigned version does not depend on): nothing more is read.
                 let archive_id = RecordId::module_archive(address, version, archive_key);
-                if known.revision == before.signature
-                    && known.archive_revision == before.archive
+                if same_files
+                    && known.verdict != ModuleSignatureVerdict::Pending
                     && before.namespace_matches(&known.inputs)
                     && self.metadata.get(&archive_id).await?.is_some()
                 {
@@ -117,7 +150,14 @@ impl Indexer {
                 }
             }
             let (judged, used, signed) = self
-                .judge_once(address, version, archive_key, &sig_key, &snapshot)
+                .judge_once(
+                    address,
+                    version,
+                    archive_key,
+                    &sig_key,
+                    &snapshot,
+                    new_files,
+                )
                 .await?;
             let (after, _) = self.inputs(address, &sig_key, archive_key).await?;
             if before == after && used == (after.signature.clone(), after.archive.clone()) {
@@ -141,8 +181,10 @@ impl Indexer {
                         judged.signature_problem = Some(refused);
                     }
                 }
-                self.set_judged_problems(&sig_key, archive_key, &judged)
-                    .await?;
+                if judged.archive_recorded {
+                    self.set_judged_problems(&sig_key, archive_key, &judged)
+                        .await?;
+                }
                 return Ok(judged);
             }
         }
@@ -170,8 +212,9 @@ impl Indexer {
         Ok((inputs, Snapshot(records)))
     }
 
-    /// One judgement, recorded. Returns it, the (signature, archive) revisions it used, and
-    /// the signature's revision and bytes when it verified (to pin).
+    /// One judgement, recorded (after a [`ModuleSignatureVerdict::Pending`] one when
+    /// `new_files`). Returns it, the (signature, archive) revisions it used, and the
+    /// signature's revision and bytes when it verified (to pin).
     async fn judge_once(
         &self,
         address: &ModuleAddress,
@@ -179,6 +222,7 @@ impl Indexer {
         archive_key: &str,
         sig_key: &str,
         snapshot: &Snapshot,
+        new_files: bool,
     ) -> Result<
         (
             Judged,
@@ -187,7 +231,6 @@ impl Indexer {
         ),
         StoreError,
     > {
-        let id = RecordId::module_signature(address, version, sig_key);
         let recorded = matches!(
             self.metadata
                 .get(&RecordId::module_archive(address, version, archive_key))
@@ -198,19 +241,21 @@ impl Indexer {
         let sig_revision = signature.revision();
         if !recorded {
             // No archive to judge (not yet published, or refused for itself): a signature
-            // waits for it.
-            self.metadata.delete(&id).await?;
-            self.metadata
-                .delete(&RecordId::module_signature_unsigned(
-                    address, version, sig_key,
-                ))
-                .await?;
+            // waits for it, and whatever was judged before stays as it is. Nothing is
+            // deleted: the archive's own event may have recorded it and written its verdict
+            // since it was looked for, and a verdict of an archive that is not recorded
+            // rules nothing ([`crate::registry::module_archives`]).
             let archive = self.artifacts.head(archive_key).await?.map(|m| m.revision);
             let judged = Judged {
                 signature_problem: None,
                 archive_problem: None,
+                archive_recorded: false,
             };
             return Ok((judged, (sig_revision, archive), None));
+        }
+        if new_files {
+            self.put_module_signature(pending(address, version, sig_key, archive_key))
+                .await?;
         }
         let policy = policy_state_of(&snapshot.0);
         let mut signed = None;
@@ -242,6 +287,7 @@ impl Indexer {
                     let judged = Judged {
                         signature_problem: None,
                         archive_problem: None,
+                        archive_recorded: false,
                     };
                     return Ok((judged, (sig_revision, None), None));
                 }
@@ -284,6 +330,19 @@ impl Indexer {
         })
         .await?;
         Ok((judged, (sig_revision, archive_revision), signed))
+    }
+
+    /// Marks a module archive as being judged, before its record is written: a read never
+    /// serves an archive whose signature nobody has judged yet.
+    pub(super) async fn mark_module_pending(
+        &self,
+        address: &ModuleAddress,
+        version: &Version,
+        archive_key: &str,
+    ) -> Result<(), StoreError> {
+        let sig_key = format!("{archive_key}{}", crate::layout::MODULE_SIGNATURE_SUFFIX);
+        self.put_module_signature(pending(address, version, &sig_key, archive_key))
+            .await
     }
 
     /// The judgement recorded for `sig_key`, wherever its verdict keeps it.

@@ -129,6 +129,8 @@ impl Indexer {
                 "the archive holds secret-shaped files that every reader of the namespace can download: publish a new version without them, and rotate those secrets"
             );
         }
+        // Not served until its signature is judged (the caller judges it next).
+        self.mark_module_pending(address, version, key).await?;
         self.metadata
             .put(Record::ModuleArchive(ModuleArchive {
                 address: address.clone(),

@@ -100,11 +100,22 @@ struct ByKey<'a> {
 impl<'a> ByKey<'a> {
     fn of(records: &'a [Record]) -> Self {
         let mut by = ByKey::default();
+        // A judgement of an archive that is not recorded rules nothing (it is kept, never
+        // deleted by a racing event: [`crate::registry::module_archives`]), so it does not
+        // make its archive published.
+        let archives: BTreeSet<&str> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::ModuleArchive(a) => Some(a.key.as_str()),
+                _ => None,
+            })
+            .collect();
         for record in records {
             match (record, object_key(record)) {
                 (Record::Problem(p), _) => {
                     by.problems.insert(&p.key, &p.problem);
                 }
+                (Record::ModuleSignature(r), _) if !archives.contains(r.archive_key.as_str()) => {}
                 (_, Some(key)) => {
                     by.records
                         .entry(key)

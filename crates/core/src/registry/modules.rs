@@ -43,38 +43,50 @@ pub fn served_archives(archives: Vec<ModuleArchive>) -> BTreeMap<Version, Module
     served
 }
 
-/// The module archives among `records` that may be served: a version any of whose
-/// archives' signature judgement refuses it (a bad signature, or none under a policy that
-/// requires one; docs/module-signing.md) is left out whole. Each archive carries the key
-/// that signed it, if one did.
+/// The module archives among `records` that may be served (docs/module-signing.md). Each
+/// recorded archive is ruled by the signature judgement beside it: one being judged
+/// ([`ModuleSignatureVerdict::Pending`]) is left out (fail closed); a refusal (a bad
+/// signature, or none under a policy that requires one) leaves its whole version out; a
+/// signed one carries the key that signed it. A judgement of an archive that is not recorded
+/// (gone, or refused for itself) rules nothing: no event has to delete it in time.
 pub fn module_archives(records: Vec<Record>) -> Vec<ModuleArchive> {
     use crate::store::{ModuleSignatureRecord, ModuleSignatureVerdict};
-    let mut refused = std::collections::BTreeSet::new();
-    let mut signed = BTreeMap::new();
+    let mut verdicts = BTreeMap::new();
     let mut archives = Vec::new();
     for record in records {
         match record {
             Record::ModuleArchive(a) => archives.push(a),
             Record::ModuleSignature(ModuleSignatureRecord {
-                version,
                 archive_key,
                 verdict,
                 ..
-            }) => match verdict {
-                ModuleSignatureVerdict::Refused(_) => {
-                    refused.insert(version);
-                }
-                ModuleSignatureVerdict::Signed(by) => {
-                    signed.insert(archive_key, by);
-                }
-                ModuleSignatureVerdict::Unsigned => {}
-            },
+            })
+                // An unsigned verdict rules like none; it never hides one in the prefix.
+                if verdict != ModuleSignatureVerdict::Unsigned =>
+            {
+                verdicts.insert(archive_key, verdict);
+            }
             _ => {}
         }
     }
-    archives.retain(|a| !refused.contains(&a.version));
+    let refused: std::collections::BTreeSet<Version> = archives
+        .iter()
+        .filter(|a| {
+            matches!(
+                verdicts.get(&a.key),
+                Some(ModuleSignatureVerdict::Refused(_))
+            )
+        })
+        .map(|a| a.version.clone())
+        .collect();
+    archives.retain(|a| {
+        !refused.contains(&a.version)
+            && !matches!(verdicts.get(&a.key), Some(ModuleSignatureVerdict::Pending))
+    });
     for archive in &mut archives {
-        archive.signed_by = signed.remove(&archive.key);
+        if let Some(ModuleSignatureVerdict::Signed(by)) = verdicts.remove(&archive.key) {
+            archive.signed_by = Some(by);
+        }
     }
     archives
 }

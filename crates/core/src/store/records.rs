@@ -321,9 +321,12 @@ pub struct AttachmentRecord {
 
 /// The judgement of one module archive's signature (`<archive>.sig`) under its namespace's
 /// keys and policy ([`crate::policy`]): in the module's partition beside the archive, by
-/// `<version>/<archive key>.sig`, so the reads of a version's archives read it too. Written
-/// for every recorded archive, signed or not; an archive without one (recorded before
-/// signatures were judged) is served as unsigned until a reindex or a policy change judges it.
+/// `<version>/<archive key>.sig`, so the reads of a version's archives read it too (an
+/// unsigned verdict lies outside that prefix: [`super::RecordId::module_signature_unsigned`]).
+/// A [`ModuleSignatureVerdict::Pending`] one is written before the archive's record and
+/// before any judgement of a new `.sig` or archive revision, so a read never serves an
+/// archive that is being judged; an archive without any verdict in the prefix was judged
+/// unsigned (or recorded before signatures were judged).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleSignatureRecord {
     /// The module.
@@ -358,6 +361,9 @@ pub enum ModuleSignatureVerdict {
     /// Not served, and why: a bad signature (whatever the policy), or none under a policy
     /// that requires one.
     Refused(String),
+    /// Being judged: the archive is not served until a verdict replaces this one (fail
+    /// closed: no verdict means not served).
+    Pending,
 }
 
 /// A namespace's policy file (`keys/<namespace>/policy.json`), as read: in the namespace's

@@ -339,9 +339,19 @@ impl Sync {
         }
     }
 
-    /// Starts tasks for queued keys, up to the concurrency bound.
+    /// Starts tasks for queued keys, up to the concurrency bound. Signing keys and policy
+    /// files (`keys/`, queued first) are indexed before anything else starts, so no module
+    /// version is judged, and served, under a namespace policy not yet read.
     fn pump(&mut self) {
         while self.tasks.len() < self.concurrency {
+            let Some(next) = self.queue.front() else {
+                break;
+            };
+            let keys_running =
+                !self.tasks.is_empty() && self.running.iter().any(|k| k.starts_with("keys/"));
+            if keys_running && !next.starts_with("keys/") {
+                break;
+            }
             let Some(key) = self.queue.pop_front() else {
                 break;
             };
