@@ -193,9 +193,12 @@ lint-template: venv
 	$(VENV)/bin/python tests/tools/template_policy.py template.yaml
 
 ## The GitHub Actions workflows: actionlint, with shellcheck on their run: scripts (both from
-## PyPI, in .venv, so the result is the same on every machine)
+## PyPI, in .venv, so the result is the same on every machine); then the release workflow's
+## policy: its signing job installs nothing and cannot write, and only its publishing job can
+## (tests/tools/workflow_policy.py)
 lint-workflows: venv
 	$(VENV)/bin/actionlint -no-color -shellcheck=$(abspath $(VENV))/bin/shellcheck -pyflakes= .github/workflows/*.yml
+	$(VENV)/bin/python tests/tools/workflow_policy.py .github/workflows/release.yml
 
 ## Format the code
 fmt:
