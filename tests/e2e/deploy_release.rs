@@ -260,8 +260,8 @@ fn skipping_the_signature_check_is_an_explicit_flag_that_says_so_loudly() {
     );
 
     // Naming a release key as well contradicts the opt-out: refused.
-    let key = release.release_key.to_owned();
-    let (deployed, out) = release.deploy(&["--insecure-skip-signature", "--release-key", &key]);
+    let key = release.release_key.as_str();
+    let (deployed, out) = release.deploy(&["--insecure-skip-signature", "--release-key", key]);
     assert!(!deployed, "{out}");
     assert!(out.contains("give one or the other"), "{out}");
 
@@ -365,9 +365,9 @@ fn the_release_key_comes_from_its_one_file_or_the_command_line_as_a_full_fingerp
 
     // The other key of the keyring, named, does not accept the release key's signature; a
     // key ID (the fingerprint's last 16 digits) is refused before gpg runs.
-    let other = release.other_key.to_owned();
+    let other = release.other_key.as_str();
     let (deployed, out) =
-        release.deploy_with(&script, &[&root[..], &["--release-key", &other]].concat());
+        release.deploy_with(&script, &[&root[..], &["--release-key", other]].concat());
     assert!(!deployed, "{out}");
     assert!(
         out.contains(&format!("not by the release key {other}")),

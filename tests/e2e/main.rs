@@ -3,6 +3,7 @@
 
 mod access;
 mod attachments;
+mod audit_log;
 mod aws;
 mod backup;
 mod deploy_release;
