@@ -67,6 +67,16 @@ fn the_signing_job_installs_nothing_and_only_the_publishing_job_can_write() {
             ),
         ),
         (
+            "signing-installs-nothing",
+            "the signing job run in a container image",
+            edit(
+                &written,
+                sign,
+                "    timeout-minutes: 10\n",
+                "    timeout-minutes: 10\n    container: python:3.12\n",
+            ),
+        ),
+        (
             "signing-no-credentials",
             "the signing job's checkout keeping its credentials",
             edit(&written, sign, "persist-credentials: false", "fetch-depth: 1"),

@@ -10,8 +10,10 @@ written; every failed check is listed, and the exit status is 1 if any.
 Checks (see CHECKS at the end):
   one-signing-job          exactly one job names the signing secrets.
   signing-installs-nothing that job uses no action but checkout, download-artifact and
-                           upload-artifact, and its run: scripts call no package manager,
-                           downloader or build tool (pip, apt, npm, make, cargo, curl...).
+                           upload-artifact, runs in no container, beside no service and
+                           calls no reusable workflow, and its run: scripts call no package
+                           manager, downloader or build tool (pip, apt, npm, make, cargo,
+                           curl...).
   signing-no-credentials   its checkout sets persist-credentials: false, and it can write
                            nothing (no write permission, no github.token or GITHUB_TOKEN).
   one-writing-job          the workflow's own permissions write nothing, and exactly one job
@@ -80,7 +82,12 @@ def installs(job):
 
 
 def check_signing_installs_nothing(w):
-    return [f"{name}: {p}" for name in w.signing_jobs() for p in installs(w.jobs[name])]
+    problems = [f"{name}: {p}" for name in w.signing_jobs() for p in installs(w.jobs[name])]
+    for name in w.signing_jobs():
+        for key in ("container", "services", "uses"):
+            if key in w.jobs[name]:
+                problems.append(f"{name}: it runs in or beside other code ({key}: {dump(w.jobs[name][key]).strip()})")
+    return problems
 
 
 def check_signing_no_credentials(w):
