@@ -31,7 +31,7 @@
 # SAM=path picks the SAM CLI (default: .venv/bin/sam of this checkout, `make sam-venv`).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '5p;21,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5p;20,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 version=; arch=arm64; root=$repo; dry_run=; release_key=; skip_sig=
 while [ $# -gt 0 ]; do
   case $1 in

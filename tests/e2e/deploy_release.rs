@@ -316,6 +316,24 @@ fn the_release_key_comes_from_its_one_file_or_the_command_line_as_a_full_fingerp
         .filter(|l| !l.is_empty())
         .collect();
 
+    // --help names both ways to choose the key, and the opt-out.
+    let help = Command::new(repo.join("tools/deploy-release.sh"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = text(&help);
+    for option in [
+        "Options:",
+        "--release-key FPR",
+        "--insecure-skip-signature",
+        "SAM=path",
+    ] {
+        assert!(
+            help.contains(option),
+            "--help does not say {option}:\n{help}"
+        );
+    }
+
     // Given sums signed by a throwaway key, deployed with this repository's own script,
     let release = Release::new();
     release.sign(RELEASE);
