@@ -193,9 +193,12 @@ lint-template: venv
 	$(VENV)/bin/python tests/tools/template_policy.py template.yaml
 
 ## The GitHub Actions workflows: actionlint, with shellcheck on their run: scripts (both from
-## PyPI, in .venv, so the result is the same on every machine)
+## PyPI, in .venv, so the result is the same on every machine); then the release workflow's
+## policy: its signing job installs nothing and cannot write, and only its publishing job can
+## (tests/tools/workflow_policy.py)
 lint-workflows: venv
 	$(VENV)/bin/actionlint -no-color -shellcheck=$(abspath $(VENV))/bin/shellcheck -pyflakes= .github/workflows/*.yml
+	$(VENV)/bin/python tests/tools/workflow_policy.py .github/workflows/release.yml
 
 ## Format the code
 fmt:
@@ -264,12 +267,18 @@ $(VENV)/.sam-installed: tools/build-requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check "$$(grep -x 'aws-sam-cli==[0-9.]*' tools/build-requirements.txt)"
 	touch $@
 
-## Deploy a downloaded release (VERSION, ARCH; its assets in RELEASE_DIR): checks the sums'
-## signature and the sums, lays the zips out in build/lambda, then sam deploy as `make deploy`
-## does; compiles nothing. DRY_RUN=1 stops before AWS.
+## Deploy a downloaded release (VERSION, ARCH; its assets in RELEASE_DIR): checks that the sums
+## are signed by the release key (tools/release-key.fingerprint, or RELEASE_KEY=FINGERPRINT)
+## and the sums, lays the zips out in build/lambda, then sam deploy as `make deploy` does;
+## compiles nothing. DRY_RUN=1 stops before AWS. INSECURE_SKIP_SIGNATURE=1 checks no
+## signature (the sums alone), with a warning: for assets you built without a signing key.
 DRY_RUN ?=
+RELEASE_KEY ?=
+INSECURE_SKIP_SIGNATURE ?=
 deploy-release: sam-venv
-	SAM=$(abspath $(VENV))/bin/sam tools/deploy-release.sh $(if $(DRY_RUN),--dry-run) --version $(VERSION) --arch $(ARCH) $(RELEASE_DIR)
+	SAM=$(abspath $(VENV))/bin/sam tools/deploy-release.sh $(if $(DRY_RUN),--dry-run) \
+	  $(if $(RELEASE_KEY),--release-key "$(RELEASE_KEY)") $(if $(INSECURE_SKIP_SIGNATURE),--insecure-skip-signature) \
+	  --version $(VERSION) --arch $(ARCH) $(RELEASE_DIR)
 
 ## Both architectures, one after the other (build/lambda holds the last)
 build-all:

@@ -5,9 +5,9 @@
 #   tools/release-check-lambda.sh VERSION ARCH FUNCTION...
 #
 # It signs the sums with a throwaway key, runs tools/deploy-release.sh --dry-run
-# --require-signature with a `cargo` on the PATH that fails (deploying from a release compiles
-# nothing), checks every laid-out zip is byte for byte the one built, and that a changed
-# bundle and sums whose signature no longer match are both refused.
+# --release-key (that key's fingerprint) with a `cargo` on the PATH that fails (deploying from
+# a release compiles nothing), checks every laid-out zip is byte for byte the one built, and
+# that a changed bundle and sums whose signature no longer match are both refused.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 VERSION ARCH FUNCTION..." >&2; exit 2; }
 version=$1; arch=$2; shift 2
@@ -31,7 +31,7 @@ mkdir "$scratch/bin" "$scratch/root"
 printf '#!/bin/sh\necho "cargo $*" >> "%s/cargo-called"\nexit 1\n' "$scratch" > "$scratch/bin/cargo"
 chmod +x "$scratch/bin/cargo"
 cp "$repo/template.yaml" "$scratch/root/"
-deploy() { PATH=$scratch/bin:$PATH "$repo/tools/deploy-release.sh" --dry-run --require-signature \
+deploy() { PATH=$scratch/bin:$PATH "$repo/tools/deploy-release.sh" --dry-run --release-key "$key" \
   --version "$version" --arch "$arch" --root "$scratch/root" "$@"; }
 deploy "$scratch/assets" > "$scratch/deploy.log" 2>&1 || { cat "$scratch/deploy.log"; exit 1; }
 [ ! -e "$scratch/cargo-called" ] || { echo "deploy-release.sh called: $(cat "$scratch/cargo-called")"; exit 1; }

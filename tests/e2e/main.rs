@@ -3,8 +3,10 @@
 
 mod access;
 mod attachments;
+mod audit_log;
 mod aws;
 mod backup;
+mod deploy_release;
 mod docs_claims;
 mod docs_links;
 mod emulator;
@@ -31,6 +33,7 @@ mod read_api;
 mod readme;
 mod redrive;
 mod release_install;
+mod release_workflow;
 mod request_cost;
 mod serve;
 mod sign_in_attacks;

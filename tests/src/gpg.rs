@@ -24,6 +24,11 @@ impl Gpg {
         }
     }
 
+    /// The GnuPG home (`GNUPGHOME`), for running other programs against this keyring.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
     /// `gpg` in this home, unattended, with `args`.
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("gpg");

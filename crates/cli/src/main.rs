@@ -222,12 +222,7 @@ fn init_tracing(default: &str, audit: Option<std::path::PathBuf>) {
     let opened = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-        });
+        .and_then(|()| open_audit_log(&path));
     match opened {
         Ok(file) => tfreg_http::logging::init_with_audit_file(default, style, file),
         Err(e) => {
@@ -239,4 +234,32 @@ fn init_tracing(default: &str, audit: Option<std::path::PathBuf>) {
             tfreg_http::logging::init(&with_audit, style);
         }
     }
+}
+
+/// Opens the audit log for appending, created owner-only (0600) as every other file of the
+/// state folder: its lines name who did what to which token. One that an older tfreg made
+/// readable by others (0644) is made owner-only; when that fails (another owner), a warning
+/// says so and the lines are still appended.
+fn open_audit_log(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        let mode = file.metadata()?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            if let Err(e) = file.set_permissions(std::fs::Permissions::from_mode(0o600)) {
+                eprintln!(
+                    "warning: the audit log {} is readable by others (mode {mode:o}) and cannot be \
+                     made owner-only: {e}; chmod 600 it",
+                    path.display()
+                );
+            }
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
 }
