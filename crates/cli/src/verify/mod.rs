@@ -8,7 +8,6 @@
 //! token refused), or the working directory could not be read. Clap's usage errors exit 2
 //! as well.
 
-mod credentials;
 mod installed;
 mod registry;
 
@@ -127,11 +126,17 @@ async fn check_one(
         recorded: None,
         reason: None,
     };
-    let (Some(source), Some(version)) = (
-        installed::registry_source(&entry.source),
-        checked.version.clone(),
-    ) else {
+    let Some(source) = installed::registry_source(&entry.source) else {
         checked.reason = Some("not from a registry: nothing recorded to compare with".into());
+        return checked;
+    };
+    // Terraform loads a registry module whose record lost its version all the same: it is
+    // checked or unknown, never skipped.
+    let Some(version) = checked.version.clone() else {
+        checked.verdict = Verdict::Unknown;
+        checked.reason = Some(
+            "modules.json records no version for this registry module (Terraform writes one): nothing to compare with; run `terraform init` again".into(),
+        );
         return checked;
     };
     let root = match installed::package_root(dir, data_dir, &entry.dir) {
