@@ -173,25 +173,7 @@ async fn complete(
             bail!("the mirror has no {platform} package of {what}");
         }
     }
-    // Every hash of Terraform's schemes must be well formed, whichever platform it is for.
-    let listed: Vec<&String> = answer
-        .archives
-        .values()
-        .flat_map(|a| &a.hashes)
-        .filter(|h| h.starts_with("h1:") || h.starts_with("zh:"))
-        .collect();
-    if let Some(bad) = listed.iter().find(|h| !file::well_formed(h)) {
-        bail!(
-            "the mirror lists a malformed hash for {what}: {}",
-            for_terminal(&format!("{bad:?}"))
-        );
-    }
-    if !entry.hashes.is_empty() && !listed.iter().any(|h| entry.hashes.contains(*h)) {
-        bail!(
-            "the mirror's hashes for {what} agree with none the lock file records ({}): it does not serve the package Terraform installed",
-            for_terminal(&entry.hashes.iter().cloned().collect::<Vec<_>>().join(", "))
-        );
-    }
+    check_agreement(&answer, &entry.hashes, &what)?;
     let mut platforms = 0;
     for (platform, archive) in &answer.archives {
         if wanted.is_empty() || wanted.contains(platform.as_str()) {
@@ -206,6 +188,38 @@ async fn complete(
         }
     }
     Ok(platforms)
+}
+
+/// Refuses an answer that lists a hash of Terraform's schemes (`h1:`, `zh:`) not of their form,
+/// for any platform, or none of the hashes the lock file records (`locked`) for the version.
+fn check_agreement(
+    answer: &MirrorVersion,
+    locked: &BTreeSet<String>,
+    what: &str,
+) -> anyhow::Result<()> {
+    // Every hash of Terraform's schemes must be well formed, whichever platform it is for.
+    let listed: Vec<&String> = answer
+        .archives
+        .values()
+        .flat_map(|a| &a.hashes)
+        .filter(|h| h.starts_with("h1:") || h.starts_with("zh:"))
+        .collect();
+    if let Some(bad) = listed.iter().find(|h| !file::well_formed(h)) {
+        bail!(
+            "the mirror lists a malformed hash for {what}: {}",
+            for_terminal(&format!("{bad:?}"))
+        );
+    }
+    if locked.is_empty() {
+        bail!("the lock file records no hash of {what} to check the mirror's answer against: run `terraform init` first");
+    }
+    if !listed.iter().any(|h| locked.contains(*h)) {
+        bail!(
+            "the mirror's hashes for {what} agree with none the lock file records ({}): it does not serve the package Terraform installed",
+            for_terminal(&locked.iter().cloned().collect::<Vec<_>>().join(", "))
+        );
+    }
+    Ok(())
 }
 
 /// Writes `text` to `path` through a new file beside it, renamed over it: the lock file is
@@ -227,4 +241,45 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     new.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(hashes: &[&str]) -> MirrorVersion {
+        serde_json::from_value(serde_json::json!({
+            "archives": {
+                "linux_amd64": {"url": "a.zip", "hashes": hashes},
+                "darwin_arm64": {"url": "b.zip", "hashes": ["other:kept-out"]}
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_answer_must_agree_with_a_locked_hash_and_list_only_well_formed_ones() {
+        let installed = format!("h1:{}=", "A".repeat(43));
+        let other = format!("h1:{}=", "B".repeat(43));
+        let zh = format!("zh:{}", "ab".repeat(32));
+        let locked = BTreeSet::from([installed.clone()]);
+        check_agreement(&answer(&[&installed, &zh]), &locked, "x 1.0.0").unwrap();
+        let refused = check_agreement(&answer(&[&other, &zh]), &locked, "x 1.0.0")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("agree with none"), "{refused}");
+        assert!(refused.contains(&installed), "{refused}");
+        let refused = check_agreement(
+            &answer(&[&installed, "h1:${file(\"/etc/hostname\")}"]),
+            &locked,
+            "x 1.0.0",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(refused.contains("malformed hash"), "{refused}");
+        let refused = check_agreement(&answer(&[&installed]), &BTreeSet::new(), "x 1.0.0")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("records no hash"), "{refused}");
+    }
 }
