@@ -3,7 +3,8 @@
 //! the lock file records (a mirror serving another package, which `init` refuses because of
 //! the lock file, is refused, where `terraform providers lock` adds its hashes), writes only
 //! hashes of Terraform's forms, and sends the token of the CLI configuration's
-//! `credentials` block, as Terraform does.
+//! `credentials` block, as Terraform does, to the mirror's host only (a redirect elsewhere is
+//! not followed).
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
@@ -223,27 +224,56 @@ fn a_malformed_hash_from_the_mirror_is_refused_and_the_lock_file_keeps_installin
 }
 
 #[test]
-fn the_token_comes_from_the_cli_configurations_credentials_block() {
-    // Given the lock file `terraform init` made, and a CLI configuration holding a token for
-    // the mirror's host in a `credentials` block (no TF_TOKEN_, no --token),
+fn the_token_comes_from_the_cli_configurations_credentials_block_and_stays_on_its_host() {
+    // Given the lock file `terraform init` made, a mirror that redirects its answer to
+    // another host (the honest mirror), and a CLI configuration holding a token for each
+    // mirror's host in `credentials` blocks (no TF_TOKEN_, no --token),
     let installed = Installed::new();
+    let path = format!("/v1/mirror/{ADDRESS}/1.0.0.json");
+    let mut redirect = Page::header("Location", &format!("{}{path}", installed.honest.origin));
+    redirect.status = 302;
+    let (cert, key) = (installed.cert(), installed.tls.path().join("key.pem"));
+    let redirecting = StaticSite::start(&cert, &key, BTreeMap::from([(path, redirect)]));
     let home = TempDir::new().unwrap();
     let config = home.path().join("terraform.rc");
     std::fs::write(
         &config,
         format!(
-            "credentials \"{}\" {{\n  token = \"lock-token\"\n}}\ncredentials \"{HOST}\" {{\n  token = \"not-this-one\"\n}}\n",
-            installed.honest.addr
+            "credentials \"{}\" {{\n  token = \"lock-token\"\n}}\ncredentials \"{}\" {{\n  token = \"redirect-token\"\n}}\ncredentials \"{HOST}\" {{\n  token = \"not-this-one\"\n}}\n",
+            installed.honest.addr, redirecting.addr
         ),
     )
     .unwrap();
     let env = installed.env(home.path(), Some(&config));
 
-    // when `tfreg lock` asks the mirror,
+    // when `tfreg lock` asks the redirecting mirror, it sends that mirror's token, does not
+    // follow it to the other host, and fails saying so, the lock file unchanged;
+    let before = installed.lock();
+    let (code, out) = tfreg_lock(&redirecting, installed.tf.dir.path(), &env);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("302"), "{out}");
+    assert_eq!(installed.lock(), before);
+    let seen = redirecting.requests();
+    assert_eq!(
+        seen.last().and_then(|r| r.authorization.as_deref()),
+        Some("Bearer redirect-token"),
+        "{seen:?}"
+    );
+    let leaked: Vec<_> = installed
+        .honest
+        .requests()
+        .into_iter()
+        .filter(|r| r.authorization.is_some())
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "a token went to another host: {leaked:?}"
+    );
+
+    // and when it asks the honest mirror, that mirror gets its own token, as Terraform sends
+    // it to the mirror's host.
     let (code, out) = tfreg_lock(&installed.honest, installed.tf.dir.path(), &env);
     assert_eq!(code, 0, "{out}");
-
-    // then the mirror got that token, as Terraform sends it to the mirror's host.
     let asked: Vec<_> = installed
         .honest
         .requests()
