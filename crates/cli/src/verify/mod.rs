@@ -4,8 +4,9 @@
 //!
 //! Exit status: 0 every registry module matches (or there is none); 1 a module does not
 //! match (or its folder cannot be what a published module unpacks to); 2 none mismatches
-//! but at least one could not be checked (no hash recorded, the registry unreachable, the
-//! token refused), or the working directory could not be read. Clap's usage errors exit 2
+//! but at least one could not be checked (no hash recorded, no version in its `modules.json`
+//! record, the registry unreachable, the token refused), or the working directory could not
+//! be read. A module whose source is a registry address is checked or unknown, never skipped. Clap's usage errors exit 2
 //! as well.
 
 mod installed;
