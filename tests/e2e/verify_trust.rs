@@ -127,16 +127,19 @@ fn a_registry_module_whose_record_lost_its_version_is_unknown_never_skipped() {
 fn a_hosts_token_never_goes_to_another_host_named_by_discovery_or_a_redirect() {
     let tls = TempDir::new().unwrap();
     let (cert, key) = test_certificate(tls.path());
-    // Given a working directory with two installed registry modules,
+    // Given a working directory with three installed registry modules,
     let work = TempDir::new().unwrap();
     let modules = work.path().join(".terraform/modules");
-    for key in ["net", "dns"] {
+    for key in ["net", "vpc", "dns"] {
         std::fs::create_dir_all(modules.join(key)).unwrap();
         std::fs::write(modules.join(key).join("main.tf"), "# installed\n").unwrap();
     }
     let h1 = h1_of_dir(&modules.join("net")).unwrap();
     let details = format!("{{\"hashes\": [\"{h1}\"]}}");
-    // a host that answers both modules' details without asking for a token,
+    // a host that answers two modules' details without asking for a token, and asks for
+    // one for the third,
+    let mut unauthorized = Page::json(r#"{"errors": ["unauthorized"]}"#);
+    unauthorized.status = 401;
     let other = StaticSite::start(
         &cert,
         &key,
@@ -149,6 +152,7 @@ fn a_hosts_token_never_goes_to_another_host_named_by_discovery_or_a_redirect() {
                 "/v1/modules/acme/dns/aws/1.0.0".to_owned(),
                 Page::json(&details),
             ),
+            ("/v1/modules/acme/vpc/aws/1.0.0".to_owned(), unauthorized),
         ]),
     );
     // a registry whose service discovery puts its modules.v1 on that other host,
@@ -186,8 +190,9 @@ fn a_hosts_token_never_goes_to_another_host_named_by_discovery_or_a_redirect() {
     std::fs::write(
         modules.join("modules.json"),
         format!(
-            "{{\"Modules\":[{{\"Key\":\"\",\"Source\":\"\",\"Dir\":\".\"}},{},{}]}}",
+            "{{\"Modules\":[{{\"Key\":\"\",\"Source\":\"\",\"Dir\":\".\"}},{},{},{}]}}",
             record("net", &elsewhere.addr, "net"),
+            record("vpc", &elsewhere.addr, "vpc"),
             record("dns", &redirecting.addr, "dns")
         ),
     )
@@ -222,11 +227,20 @@ fn a_hosts_token_never_goes_to_another_host_named_by_discovery_or_a_redirect() {
         to_other.iter().all(|seen| seen.authorization.is_none()),
         "a token went to another host: {to_other:?}\n{out}"
     );
-    // the module whose details are on the other host is checked there without a token, and
+    // the module whose details are on the other host is checked there without a token (and
+    // one the other host wants a token for is unknown, saying the token was kept back), and
     // the redirect is not followed (the module is unknown, exit 2).
     assert!(
         out.lines()
             .any(|l| l.starts_with("ok ") && l.contains("module.net ")),
+        "{out}"
+    );
+    let vpc = out
+        .lines()
+        .find(|l| l.contains("module.vpc "))
+        .unwrap_or_default();
+    assert!(
+        vpc.starts_with("unknown") && vpc.contains("is not sent to another host"),
         "{out}"
     );
     let dns = out

@@ -19,6 +19,9 @@ const MAX_DISCOVERY: usize = 64 * 1024;
 /// The largest version details read (they carry the module's inputs and outputs).
 const MAX_DETAILS: usize = 8 * 1024 * 1024;
 
+/// How the answer to a request sent without a token that needed one begins.
+const ASKS_FOR_A_TOKEN: &str = "the registry asks for a token";
+
 /// Why the registry could not say what it recorded: an "unknown", never a mismatch.
 pub type Unknown = String;
 
@@ -83,9 +86,8 @@ impl Registries {
             .get(&url, token, MAX_DETAILS, "the version's details")
             .await
             .map_err(|e| match (&known.token, token) {
-                (Some(_), None) => format!(
-                    "{e} (the token for {host} is not sent to {}, which {host}'s service discovery names: only a host block of your CLI configuration can send it there)",
-                    url.host_str().unwrap_or_default()
+                (Some(_), None) if e.starts_with(ASKS_FOR_A_TOKEN) => format!(
+                    "{url} asks for a token, and the token for {host} is not sent to another host that {host}'s service discovery names (a host block of your CLI configuration can map {host} there)"
                 ),
                 _ => e,
             })?;
@@ -198,7 +200,7 @@ impl Registries {
                     token.from
                 ),
                 None => format!(
-                    "the registry asks for a token ({status}) and none was found (TF_TOKEN_<host>, or a credentials block of the Terraform CLI configuration)"
+                    "{ASKS_FOR_A_TOKEN} ({status}) and none was found (TF_TOKEN_<host>, or a credentials block of the Terraform CLI configuration)"
                 ),
             }),
             404 => Err(format!("{url} is not found (404): the registry does not serve it")),
