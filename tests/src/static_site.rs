@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 /// One answer: a status, a content type and a body. `{origin}` in a body is replaced by the
@@ -67,11 +67,22 @@ pub struct StaticSite {
     pub addr: String,
     runtime: Option<tokio::runtime::Runtime>,
     stop: Option<tokio::sync::watch::Sender<bool>>,
+    site: Arc<Site>,
+}
+
+/// One request the site received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The path and query.
+    pub path: String,
+    /// Its `Authorization` header, if any.
+    pub authorization: Option<String>,
 }
 
 struct Site {
     origin: String,
     pages: BTreeMap<String, Page>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl StaticSite {
@@ -85,8 +96,11 @@ impl StaticSite {
         let site = Arc::new(Site {
             origin: origin.clone(),
             pages,
+            seen: Mutex::new(Vec::new()),
         });
-        let router = axum::Router::new().fallback(answer).with_state(site);
+        let router = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&site));
         let tls = tfreg_local::server::load_tls(cert, key).unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -104,7 +118,13 @@ impl StaticSite {
             addr,
             runtime: Some(runtime),
             stop: Some(stop),
+            site,
         }
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.site.seen.lock().unwrap().clone()
     }
 
     /// A CLI configuration whose `host` block sends `hostname`'s registry protocols to this
@@ -128,7 +148,20 @@ impl Drop for StaticSite {
     }
 }
 
-async fn answer(State(site): State<Arc<Site>>, method: Method, uri: Uri) -> Response {
+async fn answer(
+    State(site): State<Arc<Site>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    site.seen.lock().unwrap().push(Seen {
+        path: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+    });
     let Some(page) = site.pages.get(uri.path()) else {
         return (StatusCode::NOT_FOUND, "no such page").into_response();
     };

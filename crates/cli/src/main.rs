@@ -6,12 +6,14 @@
 
 mod address;
 mod backend;
+mod cli_config;
 mod health;
 mod https;
 mod lifecycle;
 mod lock;
 mod publish;
 mod redrive;
+mod regular_file;
 mod reindex;
 mod report;
 mod restore;

@@ -6,6 +6,8 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
+use crate::regular_file::{self, Links};
+
 /// The largest `modules.json` read (a real one is a few hundred bytes per module call).
 const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 /// Most module calls read from it.
@@ -63,22 +65,16 @@ pub fn read(dir: &Path, data_dir: &Path) -> anyhow::Result<Option<Vec<Entry>>> {
         );
     }
     let path = data.join("modules").join("modules.json");
-    let file = match std::fs::File::open(&path) {
-        Ok(file) => file,
+    // Only a regular file, not through a link, bounded: a FIFO in its place must not hang.
+    let bytes = match regular_file::read(&path, MAX_MANIFEST_BYTES, Links::Refuse) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!("cannot read {}: not one Terraform wrote", path.display())
+            })
+        }
     };
-    let mut bytes = Vec::new();
-    use std::io::Read;
-    file.take(MAX_MANIFEST_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        bail!(
-            "{} is larger than {MAX_MANIFEST_BYTES} bytes: not one Terraform wrote",
-            path.display()
-        );
-    }
     let manifest: Manifest = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not Terraform's module manifest", path.display()))?;
     if manifest.modules.len() > MAX_MODULES {
@@ -254,7 +250,7 @@ mod tests {
         std::fs::write(&path, b"{\"Modules\": 7}").unwrap();
         assert!(read(work.path(), data).is_err());
         std::fs::write(&path, vec![b' '; 5 * 1024 * 1024]).unwrap();
-        let refused = read(work.path(), data).unwrap_err().to_string();
+        let refused = format!("{:#}", read(work.path(), data).unwrap_err());
         assert!(refused.contains("larger than"), "{refused}");
         std::fs::write(
             &path,
@@ -264,5 +260,41 @@ mod tests {
         let entries = read(work.path(), data).unwrap().unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].display(), "module.a.module.b");
+    }
+
+    #[test]
+    fn a_fifo_or_a_link_named_modules_json_is_refused_at_once() {
+        let work = tempfile::tempdir().unwrap();
+        let modules = work.path().join(".terraform/modules");
+        std::fs::create_dir_all(&modules).unwrap();
+        let path = modules.join("modules.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let refused = |work: std::path::PathBuf| {
+            let (done, result) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = done.send(read(&work, Path::new(".terraform")).map(|_| ()));
+            });
+            let error = result
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("reading modules.json did not return within 10 s")
+                .unwrap_err();
+            format!("{error:#}")
+        };
+        let fifo = refused(work.path().to_path_buf());
+        assert!(fifo.contains("not a regular file"), "{fifo}");
+        // A link is not followed, even to a well-formed manifest.
+        std::fs::remove_file(&path).unwrap();
+        let elsewhere = work.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, br#"{"Modules":[]}"#).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let link = refused(work.path().to_path_buf());
+        assert!(link.contains("symbolic link"), "{link}");
     }
 }

@@ -4,11 +4,11 @@
 //!
 //! Exit status: 0 every registry module matches (or there is none); 1 a module does not
 //! match (or its folder cannot be what a published module unpacks to); 2 none mismatches
-//! but at least one could not be checked (no hash recorded, the registry unreachable, the
-//! token refused), or the working directory could not be read. Clap's usage errors exit 2
+//! but at least one could not be checked (no hash recorded, no version in its `modules.json`
+//! record, the registry unreachable, the token refused), or the working directory could not
+//! be read. A module whose source is a registry address is checked or unknown, never skipped. Clap's usage errors exit 2
 //! as well.
 
-mod credentials;
 mod installed;
 mod registry;
 
@@ -127,11 +127,17 @@ async fn check_one(
         recorded: None,
         reason: None,
     };
-    let (Some(source), Some(version)) = (
-        installed::registry_source(&entry.source),
-        checked.version.clone(),
-    ) else {
+    let Some(source) = installed::registry_source(&entry.source) else {
         checked.reason = Some("not from a registry: nothing recorded to compare with".into());
+        return checked;
+    };
+    // Terraform loads a registry module whose record lost its version all the same: it is
+    // checked or unknown, never skipped.
+    let Some(version) = checked.version.clone() else {
+        checked.verdict = Verdict::Unknown;
+        checked.reason = Some(
+            "modules.json records no version for this registry module (Terraform writes one): nothing to compare with; run `terraform init` again".into(),
+        );
         return checked;
     };
     let root = match installed::package_root(dir, data_dir, &entry.dir) {

@@ -1,11 +1,16 @@
-//! What a registry recorded for a module version: its `modules.v1` found by service
-//! discovery, then the version's details and their `hashes`. Every request is bounded in
-//! time and size; each host is discovered once.
+//! What a registry recorded for a module version: its `modules.v1`, from a `host` block of
+//! the CLI configuration as Terraform takes it, else from service discovery; then the
+//! version's details and their `hashes`. Every request is bounded in time and size; each
+//! host is discovered once; redirects are not followed.
+//!
+//! A host's token goes only to that host (`https://<host>/`) and to the origin a `host` block
+//! of the user's own CLI configuration names for its `modules.v1`; never to another host that
+//! a discovery answer names, nor anywhere a redirect points.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::credentials::{token_for, Token};
+use crate::cli_config::{CliConfig, Token};
 
 /// How long one request may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -14,18 +19,33 @@ const MAX_DISCOVERY: usize = 64 * 1024;
 /// The largest version details read (they carry the module's inputs and outputs).
 const MAX_DETAILS: usize = 8 * 1024 * 1024;
 
+/// How the answer to a request sent without a token that needed one begins.
+const ASKS_FOR_A_TOKEN: &str = "the registry asks for a token";
+
 /// Why the registry could not say what it recorded: an "unknown", never a mismatch.
 pub type Unknown = String;
 
-/// One host's client: its token and where its modules API is.
+/// One host's client: its token, where its modules API is, and the origins its token may go
+/// to.
 struct Host {
     token: Option<Token>,
     modules: Result<url::Url, Unknown>,
+    origins: Vec<url::Origin>,
+}
+
+impl Host {
+    /// The token, when `url` is on an origin it may go to.
+    fn token_for(&self, url: &url::Url) -> Option<&Token> {
+        self.token
+            .as_ref()
+            .filter(|_| self.origins.contains(&url.origin()))
+    }
 }
 
 /// Asks registries, each host discovered once.
 pub struct Registries {
     client: reqwest::Client,
+    config: CliConfig,
     hosts: BTreeMap<String, Host>,
 }
 
@@ -37,6 +57,7 @@ impl Registries {
             .build()?;
         Ok(Self {
             client,
+            config: CliConfig::load(),
             hosts: BTreeMap::new(),
         })
     }
@@ -49,23 +70,27 @@ impl Registries {
         version: &str,
     ) -> Result<String, Unknown> {
         if !self.hosts.contains_key(host) {
-            let token = token_for(host);
-            let modules = self.discover(host, token.as_ref()).await;
-            self.hosts.insert(host.to_owned(), Host { token, modules });
+            let known = self.host(host).await;
+            self.hosts.insert(host.to_owned(), known);
         }
         let known = &self.hosts[host];
         let base = known.modules.clone()?;
         let url = base
             .join(&format!("{module}/{version}"))
             .map_err(|e| format!("cannot make the details URL: {e}"))?;
+        let token = known.token_for(&url);
+        if token.is_none() && known.token.is_some() {
+            tracing::debug!(%url, host, "the host's token is not sent to another host");
+        }
         let body = self
-            .get(
-                &url,
-                known.token.as_ref(),
-                MAX_DETAILS,
-                "the version's details",
-            )
-            .await?;
+            .get(&url, token, MAX_DETAILS, "the version's details")
+            .await
+            .map_err(|e| match (&known.token, token) {
+                (Some(_), None) if e.starts_with(ASKS_FOR_A_TOKEN) => format!(
+                    "{url} asks for a token, and the token for {host} is not sent to another host that {host}'s service discovery names (a host block of your CLI configuration can map {host} there)"
+                ),
+                _ => e,
+            })?;
         let details: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
             format!("the registry's details of {module} {version} are not JSON: {e}")
         })?;
@@ -83,10 +108,46 @@ impl Registries {
             })
     }
 
+    /// `host`'s token, `modules.v1` and the origins its token may go to.
+    async fn host(&self, host: &str) -> Host {
+        let token = self.config.token_for(host);
+        let origin = match url::Url::parse(&format!("https://{host}/")) {
+            Ok(origin) => origin,
+            Err(e) => {
+                return Host {
+                    token,
+                    modules: Err(format!("{host} is not a hostname: {e}")),
+                    origins: Vec::new(),
+                }
+            }
+        };
+        let mut origins = vec![origin.origin()];
+        let modules = match self.config.service_of(host, "modules.v1") {
+            // Terraform asks no discovery for a host its CLI configuration maps.
+            Some(given) => {
+                let modules = https_url(&origin, &given, host, "a host block's modules.v1");
+                if let Ok(modules) = &modules {
+                    origins.push(modules.origin());
+                }
+                modules
+            }
+            // Discovery is on the host itself, where its token may go.
+            None => self.discover(host, &origin, token.as_ref()).await,
+        };
+        Host {
+            token,
+            modules,
+            origins,
+        }
+    }
+
     /// `modules.v1` of `host`, from its `/.well-known/terraform.json`.
-    async fn discover(&self, host: &str, token: Option<&Token>) -> Result<url::Url, Unknown> {
-        let origin = url::Url::parse(&format!("https://{host}/"))
-            .map_err(|e| format!("{host} is not a hostname: {e}"))?;
+    async fn discover(
+        &self,
+        host: &str,
+        origin: &url::Url,
+        token: Option<&Token>,
+    ) -> Result<url::Url, Unknown> {
         let url = origin
             .join(".well-known/terraform.json")
             .map_err(|e| e.to_string())?;
@@ -99,13 +160,7 @@ impl Registries {
             .get("modules.v1")
             .and_then(|m| m.as_str())
             .ok_or_else(|| format!("{host} offers no module registry (no modules.v1 in {url})"))?;
-        let modules = origin
-            .join(modules)
-            .map_err(|e| format!("{host}'s modules.v1 {modules:?} is not a URL: {e}"))?;
-        if modules.scheme() != "https" {
-            return Err(format!("{host}'s modules.v1 is not HTTPS: {modules}"));
-        }
-        Ok(modules)
+        https_url(origin, modules, host, "modules.v1")
     }
 
     /// GETs `url` with the host's token, reading at most `max` bytes of the answer.
@@ -117,7 +172,7 @@ impl Registries {
         what: &str,
     ) -> Result<Vec<u8>, Unknown> {
         let mut request = self.client.get(url.clone());
-        // The token goes only to the host it was given for.
+        // Callers pass the token only for the origins it may go to (`Host::token_for`).
         if let Some(token) = token {
             request = request.bearer_auth(&token.token);
         }
@@ -145,7 +200,7 @@ impl Registries {
                     token.from
                 ),
                 None => format!(
-                    "the registry asks for a token ({status}) and none was found (TF_TOKEN_<host>, or a credentials block of the Terraform CLI configuration)"
+                    "{ASKS_FOR_A_TOKEN} ({status}) and none was found (TF_TOKEN_<host>, or a credentials block of the Terraform CLI configuration)"
                 ),
             }),
             404 => Err(format!("{url} is not found (404): the registry does not serve it")),
@@ -154,6 +209,18 @@ impl Registries {
                 tfreg_core::text::for_terminal(&String::from_utf8_lossy(&body[..body.len().min(300)]))
             )),
         }
+    }
+}
+
+/// `given` resolved against `origin` (`https://<host>/`), as Terraform resolves a service
+/// URL, and HTTPS.
+fn https_url(origin: &url::Url, given: &str, host: &str, what: &str) -> Result<url::Url, Unknown> {
+    let url = origin
+        .join(given)
+        .map_err(|e| format!("{host}'s {what} {given:?} is not a URL: {e}"))?;
+    match url.scheme() {
+        "https" => Ok(url),
+        _ => Err(format!("{host}'s {what} is not HTTPS: {url}")),
     }
 }
 
