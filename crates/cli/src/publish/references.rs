@@ -53,16 +53,12 @@ pub(super) fn path_words(kind: Kind, text: &str) -> Vec<String> {
                 strings.push(text.to_owned());
                 return words(&strings);
             };
-            {
-                for element in template.elements() {
-                    match element {
-                        hcl::template::Element::Literal(_) => {}
-                        hcl::template::Element::Interpolation(i) => {
-                            strings.push(i.expr.to_string())
-                        }
-                        hcl::template::Element::Directive(d) => {
-                            strings.push(hcl::format::to_string(&**d).unwrap_or_default())
-                        }
+            for element in template.elements() {
+                match element {
+                    hcl::template::Element::Literal(_) => {}
+                    hcl::template::Element::Interpolation(i) => strings.push(i.expr.to_string()),
+                    hcl::template::Element::Directive(d) => {
+                        strings.push(hcl::format::to_string(&**d).unwrap_or_default())
                     }
                 }
             }
