@@ -178,6 +178,27 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     );
     let published = details(&server, "acme/plain/aws", "2.0.0").unwrap();
     assert_eq!(published["signed_by"]["key_id"], key_id.as_str());
+    // publishing the same folder again, without --sign, is the identical republish it is
+    // without the policy (the signature published beside the archive stays),
+    let (code, out, err) = tfreg_run(
+        &[
+            "publish",
+            "module",
+            &s(&folder),
+            "acme/plain/aws",
+            "2.0.0",
+            "--data",
+            &s(d),
+            "--hostname",
+            HOST,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("already published, identical: module acme/plain/aws 2.0.0"),
+        "{out}{err}"
+    );
     // (an ed25519 key, GnuPG 2.3+'s default, signs as well: Terraform verifies EdDSA),
     let eddsa = Gpg::new();
     eddsa.generate("ed@example.test", "ed25519", "never", None);

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tfreg_core::gpg::MAX_KEY_BYTES;
-use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified, MODULE_METADATA_SUFFIX};
+use tfreg_core::layout::{
+    classify, ArchiveFormat, Artifact, Classified, MODULE_METADATA_SUFFIX, MODULE_SIGNATURE_SUFFIX,
+};
 use tfreg_core::module_docs::publisher::PublisherMetadata;
 use tfreg_core::ProviderAddress;
 
@@ -114,7 +116,12 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
     }
     // The namespace's keys and policy, so the checks judge the signature (or its absence)
     // as the registry will.
-    let context = trusted_keys(&dest, &address.namespace, temp).await?;
+    let mut context = trusted_keys(&dest, &address.namespace, temp).await?;
+    // Without --sign, the version's signature already published stays beside the archive, so
+    // an identical republish is judged with it (under a policy requiring signed modules).
+    if sign.is_none() {
+        context.extend(published_signature(&dest, &key, temp).await?);
+    }
     publish(plan, context, dest, &options, refusals).await
 }
 
@@ -298,6 +305,23 @@ async fn trusted_keys(
         keys.push(Upload::of(key, &path, Role::Context).await?);
     }
     Ok(keys)
+}
+
+/// The signature published beside the archive `archive_key` in the destination, if there is
+/// one, copied into `temp` for the checks.
+async fn published_signature(
+    dest: &Destination,
+    archive_key: &str,
+    temp: &Path,
+) -> anyhow::Result<Option<Upload>> {
+    let key = format!("{archive_key}{MODULE_SIGNATURE_SUFFIX}");
+    // One larger than the registry reads is refused by it anyway.
+    let Some(bytes) = dest.read_small(&key, MAX_KEY_BYTES).await? else {
+        return Ok(None);
+    };
+    let path = temp.join("published.sig");
+    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(Upload::of(key, &path, Role::Context).await?))
 }
 
 /// The `--key` file as it is published: `keys/<namespace>/<KEY ID>.asc`, unless the
