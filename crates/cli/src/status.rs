@@ -96,6 +96,10 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         .filter(|u| filter.upstream(&u.provider))
         .collect();
     doc.refused += doc.upstream.iter().map(|u| u.refused.len()).sum::<usize>();
+    // Which registry this is, first: a mistyped --data reports an empty one.
+    if !args.json {
+        println!("Registry: {}\n", t(&backend.describe()));
+    }
     let code = print(&doc, args.json)?;
     if indexed.unread > 0 {
         anyhow::bail!(
