@@ -188,9 +188,9 @@ impl Backend {
     pub fn describe(&self) -> String {
         match self {
             Backend::DataDir(data) => {
-                let shown = data.canonicalize().unwrap_or_else(|_| {
-                    std::path::absolute(data).unwrap_or_else(|_| data.to_path_buf())
-                });
+                let shown = data
+                    .canonicalize()
+                    .unwrap_or_else(|_| std::path::absolute(data).unwrap_or_else(|_| data.clone()));
                 format!("the data directory {}", shown.display())
             }
             Backend::Aws(names) => match (&names.table, &names.bucket) {
