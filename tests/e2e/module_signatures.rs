@@ -114,7 +114,31 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     tf.init(&[]);
     assert_eq!(tf.installed_modules()["signed"], "1.0.0");
 
-    // Given a policy that requires signed modules,
+    // Given a policy that requires signed modules, previewed before it is published: it
+    // would withdraw the unsigned module only (exit status 3, as for a refusal),
+    let work = TempDir::new().unwrap();
+    let policy = work.path().join("policy.json");
+    std::fs::write(&policy, br#"{"require_signed_modules": true}"#).unwrap();
+    let (code, out, err) = tfreg_run(
+        &[
+            "status",
+            "acme",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--data",
+            d.to_str().unwrap(),
+            "--hostname",
+            HOST,
+        ],
+        &[],
+    );
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("as keys/acme/policy.json would withdraw 1 served version of acme within seconds of its upload:\n  module acme/plain/aws 1.0.0: not signed: publish modules/acme/plain/aws/1.0.0.zip.sig beside it first"),
+        "{out}"
+    );
+    assert!(!out.contains("acme/signed/aws"), "{out}");
+    assert!(!d.join("keys/acme/policy.json").exists());
     publish(
         d,
         "keys/acme/policy.json",
