@@ -317,4 +317,34 @@ fn the_deployed_stack_serves_signed_modules_and_refuses_unsigned_ones_under_a_po
     assert_eq!(json["signed_by"]["key_id"], gpg.key_id(SIGNER).as_str());
     let (code, _) = get("/v1/modules/acme/network/aws/1.1.0");
     assert_eq!(code, 404);
+
+    // A preview through the table: the policy in force would withdraw nothing more, and one
+    // that lists other publishers would withdraw the served version, naming its uploader.
+    let work = TempDir::new().unwrap();
+    let preview = |policy: &[u8]| {
+        let file = work.path().join("policy.json");
+        std::fs::write(&file, policy).unwrap();
+        let args = [
+            "status",
+            "acme",
+            "--policy",
+            file.to_str().unwrap(),
+            "--table",
+            &stack.table,
+            "--bucket",
+            &stack.bucket,
+        ];
+        tfreg_run(&args, &stack.env)
+    };
+    let (code, out, err) = preview(br#"{"require_signed_modules": true}"#);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("would withdraw nothing"), "{out}");
+    let (code, out, err) = preview(br#"{"allowed_publishers": ["AWS:NOBODY"]}"#);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("would withdraw 1 served version of acme")
+            && out.contains("module acme/network/aws 1.0.0: modules/acme/network/aws/1.0.0.tar.gz")
+            && out.contains("not among allowed_publishers"),
+        "{out}"
+    );
 }
