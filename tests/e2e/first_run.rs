@@ -1,8 +1,9 @@
 //! The first minutes with tfreg, as a new user meets them: a busy port names the way out, a
 //! start says in one line what it indexed (the per-file lines are debug), a token for a
 //! namespace nothing is published under gets a warning, the banner's commands run as
-//! printed, a version file named with a leading `v` is refused saying to drop it, and
-//! `tfreg health` says whether the server answers.
+//! printed, a version file named with a leading `v` is refused saying to drop it,
+//! `tfreg health` says whether the server answers, and a mistyped `--data` is said, by path,
+//! where it would make an empty second registry.
 
 use std::time::Duration;
 
@@ -177,4 +178,72 @@ fn health_says_whether_the_data_directorys_server_answers() {
     drop(server);
     let (code, _, stderr) = tfreg_run(&["health", "--data", dir], &[]);
     assert_eq!(code, 1, "{stderr}");
+}
+
+#[test]
+fn a_mistyped_data_directory_is_said_by_its_path() {
+    // Given a registry in `registry-data`, and a user who types `registry-dta`,
+    let work = TempDir::new().unwrap();
+    let data = work.path().join("registry-data");
+    publish(
+        &data,
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        &tar_gz(&[("main.tf", "")]),
+    );
+    let typo = work.path().join("registry-dta");
+    let typo_shown = typo.to_str().unwrap();
+
+    // when a token is created in it, the data directory made is said on stderr, and the
+    // output names the data directory the token is in;
+    let (code, out, err) = tfreg_run(
+        &[
+            "token",
+            "create",
+            "--namespace",
+            "acme",
+            "--expires",
+            "1d",
+            "--data",
+            typo_shown,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let created = format!("created the data directory {typo_shown}: it did not exist");
+    assert!(err.contains(&created), "{err}");
+    assert!(
+        out.contains(&format!("in the data directory {typo_shown}:")),
+        "{out}"
+    );
+    // said once: the second time it exists.
+    let (code, out, err) = tfreg_run(&["token", "create", "--data", typo_shown], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("created the data directory"), "{err}");
+
+    // and `tfreg status` names the data directory it reports on, empty or not.
+    let (_, out, err) = tfreg_run(&["status", "--data", typo_shown], &[]);
+    assert!(
+        out.starts_with(&format!("Registry: the data directory {typo_shown}\n")),
+        "{out}{err}"
+    );
+    let (code, out, err) = tfreg_run(&["status", "--data", data.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "Registry: the data directory {}\n",
+            data.display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("acme/network/aws: 1.0.0"), "{out}");
+    assert!(!err.contains("created the data directory"), "{err}");
+
+    // A server started on a new data directory says so too.
+    let fresh = work.path().join("fresh");
+    let server = Server::start(&fresh, &[]);
+    let log = server.log();
+    assert!(
+        log.contains(&format!("created the data directory {}", fresh.display())),
+        "{log}"
+    );
 }

@@ -129,8 +129,6 @@ fn a_deprecated_version_installs_and_a_yanked_one_is_not_chosen() {
             "1.0.0",
             "--reason",
             "widget 1 is end of life",
-            "--use",
-            "2.0.0",
         ],
         data.path(),
     );
@@ -325,6 +323,19 @@ fn what_the_commands_refuse_writes_nothing() {
         ],
         "names the version itself",
     );
+    // A replacement the registry does not serve, named with the versions it does.
+    refused(
+        &[
+            "deprecate",
+            "acme/network/aws",
+            "1.0.0",
+            "--reason",
+            "x",
+            "--use",
+            "9.9.9",
+        ],
+        "--use 9.9.9: the registry serves no version 9.9.9 of module acme/network/aws; the versions it serves: 1.0.0.",
+    );
     refused(
         &[
             "deprecate",
@@ -430,6 +441,27 @@ fn on_the_deployed_stack_yank_unyank_and_deprecate_go_through_the_bucket() {
     assert_eq!(versions(), ["1.0.0", "1.1.0"]);
     assert_eq!(bytes(archive), published_bytes);
     assert!(stack.keys_under(record).is_empty());
+
+    // a replacement the bucket does not serve is refused, naming the versions it does,
+    let mut all = vec![
+        "deprecate",
+        "acme/network/aws",
+        "1.0.0",
+        "--reason",
+        "x",
+        "--use",
+        "9.9.9",
+    ];
+    all.extend(["--table", &stack.table, "--bucket", &stack.bucket]);
+    let (code, out, err) = tfreg_run(&all, &stack.env);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("the registry serves no version 9.9.9 of module acme/network/aws; the versions it serves: 1.0.0, 1.1.0."),
+        "{err}"
+    );
+    assert!(stack
+        .keys_under("modules/acme/network/aws/1.0.0_deprecation.json")
+        .is_empty());
 
     // and a deprecation is a file the indexer reads: the read API marks the version.
     run(&[

@@ -231,4 +231,60 @@ fn a_published_module_shows_its_inputs_outputs_providers_submodules_and_examples
     );
     assert_eq!(code, REFUSED, "{out}{err}");
     assert!(err.contains("not an http(s) URL"), "{err}");
+
+    // The next version published without --source and --description keeps 1.0.0's,
+    std::fs::remove_file(root.join("modules/subnets/broken.tf")).unwrap();
+    let (code, out, err) = tfreg_run(
+        &[
+            "publish",
+            "module",
+            s(root),
+            "acme/vpc/aws",
+            "1.3.0",
+            "--data",
+            s(data.path()),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("description: carried forward from 1.0.0 (--description to change it)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("source: carried forward from 1.0.0 (--source to change it)"),
+        "{out}"
+    );
+    let (status, body) = server.get("/v1/modules/acme/vpc/aws/1.3.0");
+    assert_eq!(status, 200, "{body}");
+    let details: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(details["description"], "A VPC with subnets.", "{body}");
+    assert_eq!(details["source"], "https://git.example.com/acme/vpc");
+    // so the catalogue, which shows the latest version's, still has it;
+    let (status, body) = server.get("/v1/modules/acme");
+    assert_eq!(status, 200, "{body}");
+    let listed: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(listed["modules"][0]["version"], "1.3.0", "{body}");
+    assert_eq!(listed["modules"][0]["description"], "A VPC with subnets.");
+    // and one given replaces it from that version on.
+    let (code, out, err) = tfreg_run(
+        &[
+            "publish",
+            "module",
+            s(root),
+            "acme/vpc/aws",
+            "1.4.0",
+            "--description",
+            "A VPC, its subnets and routes.",
+            "--data",
+            s(data.path()),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("description: carried forward"), "{out}");
+    let (_, body) = server.get("/v1/modules/acme/vpc/aws/1.4.0");
+    let details: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(details["description"], "A VPC, its subnets and routes.");
+    assert_eq!(details["source"], "https://git.example.com/acme/vpc");
 }

@@ -114,7 +114,31 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     tf.init(&[]);
     assert_eq!(tf.installed_modules()["signed"], "1.0.0");
 
-    // Given a policy that requires signed modules,
+    // Given a policy that requires signed modules, previewed before it is published: it
+    // would withdraw the unsigned module only (exit status 3, as for a refusal),
+    let work = TempDir::new().unwrap();
+    let policy = work.path().join("policy.json");
+    std::fs::write(&policy, br#"{"require_signed_modules": true}"#).unwrap();
+    let (code, out, err) = tfreg_run(
+        &[
+            "status",
+            "acme",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--data",
+            d.to_str().unwrap(),
+            "--hostname",
+            HOST,
+        ],
+        &[],
+    );
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("as keys/acme/policy.json would withdraw 1 served version of acme within seconds of its upload:\n  module acme/plain/aws 1.0.0: not signed: publish modules/acme/plain/aws/1.0.0.zip.sig beside it first"),
+        "{out}"
+    );
+    assert!(!out.contains("acme/signed/aws"), "{out}");
+    assert!(!d.join("keys/acme/policy.json").exists());
     publish(
         d,
         "keys/acme/policy.json",
@@ -178,6 +202,27 @@ fn signed_modules_are_served_with_their_signer_and_bad_or_missing_signatures_ref
     );
     let published = details(&server, "acme/plain/aws", "2.0.0").unwrap();
     assert_eq!(published["signed_by"]["key_id"], key_id.as_str());
+    // publishing the same folder again, without --sign, is the identical republish it is
+    // without the policy (the signature published beside the archive stays),
+    let (code, out, err) = tfreg_run(
+        &[
+            "publish",
+            "module",
+            &s(&folder),
+            "acme/plain/aws",
+            "2.0.0",
+            "--data",
+            &s(d),
+            "--hostname",
+            HOST,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("already published, identical: module acme/plain/aws 2.0.0"),
+        "{out}{err}"
+    );
     // (an ed25519 key, GnuPG 2.3+'s default, signs as well: Terraform verifies EdDSA),
     let eddsa = Gpg::new();
     eddsa.generate("ed@example.test", "ed25519", "never", None);
@@ -272,4 +317,34 @@ fn the_deployed_stack_serves_signed_modules_and_refuses_unsigned_ones_under_a_po
     assert_eq!(json["signed_by"]["key_id"], gpg.key_id(SIGNER).as_str());
     let (code, _) = get("/v1/modules/acme/network/aws/1.1.0");
     assert_eq!(code, 404);
+
+    // A preview through the table: the policy in force would withdraw nothing more, and one
+    // that lists other publishers would withdraw the served version, naming its uploader.
+    let work = TempDir::new().unwrap();
+    let preview = |policy: &[u8]| {
+        let file = work.path().join("policy.json");
+        std::fs::write(&file, policy).unwrap();
+        let args = [
+            "status",
+            "acme",
+            "--policy",
+            file.to_str().unwrap(),
+            "--table",
+            &stack.table,
+            "--bucket",
+            &stack.bucket,
+        ];
+        tfreg_run(&args, &stack.env)
+    };
+    let (code, out, err) = preview(br#"{"require_signed_modules": true}"#);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("would withdraw nothing"), "{out}");
+    let (code, out, err) = preview(br#"{"allowed_publishers": ["AWS:NOBODY"]}"#);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("would withdraw 1 served version of acme")
+            && out.contains("module acme/network/aws 1.0.0: modules/acme/network/aws/1.0.0.tar.gz")
+            && out.contains("not among allowed_publishers"),
+        "{out}"
+    );
 }

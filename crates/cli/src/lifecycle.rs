@@ -5,6 +5,7 @@
 //! an unyank puts the pinned bytes back ([`crate::restore`]) and removes the record. Each
 //! command prints what it did and writes an audit line.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -13,7 +14,7 @@ use tfreg_core::identity::audit::{record_version, VersionEvent};
 use tfreg_core::lifecycle::{Notice, NoticeKind};
 use tfreg_core::store::PinRecord;
 use tfreg_core::text::for_terminal as t;
-use tfreg_core::Version;
+use tfreg_core::{ArtifactStore, Version};
 
 use crate::address::Named;
 use crate::backend::{Backend, RegistryArgs};
@@ -84,6 +85,8 @@ pub(crate) struct Target {
     notice_key: Box<dyn Fn(NoticeKind) -> String + Send + Sync>,
     /// The start of its pins' slots, and whether a slot with it is one of them.
     pin_prefix: String,
+    /// The start of the pins' slots of every version of its module or provider.
+    family_prefix: String,
     pinned: Box<dyn Fn(&str) -> bool + Send + Sync>,
 }
 
@@ -96,6 +99,7 @@ impl Target {
                 let slot = format!("module/{a}/{v}");
                 Target {
                     pin_prefix: slot.clone(),
+                    family_prefix: format!("module/{a}/"),
                     what: format!("version {v} of module {a}"),
                     audited: format!("module {a} {v}"),
                     notice_key: Box::new(move |kind| {
@@ -109,6 +113,7 @@ impl Target {
                 let prefix = format!("provider/{a}/{v}/");
                 Target {
                     pin_prefix: prefix.clone(),
+                    family_prefix: format!("provider/{a}/"),
                     what: format!("version {v} of provider {a}"),
                     audited: format!("provider {a} {v}"),
                     notice_key: Box::new(move |kind| {
@@ -133,6 +138,61 @@ impl Target {
             .filter(|p| (self.pinned)(&p.slot))
             .collect())
     }
+}
+
+/// Whether `replacement` is a version the registry serves, checked as for the version
+/// marked: served once (pinned) and with every pinned file in place (not yanked, not
+/// deleted). When it is not, the error names the versions that are.
+async fn check_replacement(
+    target: &Target,
+    replacement: &Version,
+    backend: &Backend,
+    store: &dyn ArtifactStore,
+) -> anyhow::Result<()> {
+    let mut versions: BTreeMap<Version, Vec<PinRecord>> = BTreeMap::new();
+    for pin in backend.pins(&target.family_prefix).await? {
+        let version = pin
+            .slot
+            .strip_prefix(&target.family_prefix)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|v| Version::parse(v).ok());
+        if let Some(version) = version {
+            versions.entry(version).or_default().push(pin);
+        }
+    }
+    let in_place = |pins: &[PinRecord]| {
+        let pins = pins.to_vec();
+        async move {
+            for pin in &pins {
+                if store.head(&pin.key).await?.is_none() {
+                    return anyhow::Ok(false);
+                }
+            }
+            anyhow::Ok(true)
+        }
+    };
+    if let Some(pins) = versions.get(replacement) {
+        if in_place(pins).await? {
+            return Ok(());
+        }
+    }
+    let mut served = vec![];
+    for (version, pins) in &versions {
+        if in_place(pins).await? {
+            served.push(version.to_string());
+        }
+    }
+    let family = target
+        .family_prefix
+        .trim_end_matches('/')
+        .replacen('/', " ", 1);
+    let served = match served.is_empty() {
+        true => "none".to_owned(),
+        false => served.join(", "),
+    };
+    bail!(
+        "--use {replacement}: the registry serves no version {replacement} of {family}; the versions it serves: {served}. Publish {replacement} first, or name one of those"
+    )
 }
 
 /// Who does it: `--by`, else `$USER` or `$LOGNAME`, else "unknown".
@@ -189,6 +249,9 @@ async fn mark(args: MarkArgs, kind: NoticeKind) -> anyhow::Result<ExitCode> {
         );
     }
     let (store, writer) = backend.files_for_writing().await?;
+    if let Some(replacement) = &notice.replacement {
+        check_replacement(&target, replacement, &backend, store.as_ref()).await?;
+    }
     let key = (target.notice_key)(kind);
     // The record first: a yanked version is never withdrawn without its reason.
     writer

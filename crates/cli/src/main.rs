@@ -121,6 +121,11 @@ fn main() -> ExitCode {
         true => format!("{level},{}=info", tfreg_http::logging::AUDIT_TARGET),
         false => level.to_owned(),
     };
+    // The audit log lives in the data directory: one created for it is said so, by path.
+    if let Some(data) = audit.as_deref().and_then(|log| log.parent()?.parent()) {
+        // A failure is the audit log's warning below.
+        let _ = backend::create_data_dir(data);
+    }
     init_tracing(&level, audit);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 use tfreg_aws::settings::HostnameSetting;
@@ -49,6 +50,11 @@ pub struct StatusArgs {
         conflicts_with_all = ["address", "namespace"]
     )]
     consumers: Option<Vec<String>>,
+    /// Instead of the report: which served versions of the namespace this policy file would
+    /// withdraw if it were published as keys/NAMESPACE/policy.json (it is only read; name the
+    /// namespace). Exit status 3 when it would withdraw something.
+    #[arg(long, value_name = "FILE", conflicts_with = "consumers")]
+    policy: Option<std::path::PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
     /// As `tfreg serve --hostname` has it: uploads under `mirror/<hostname>/` are reported
@@ -71,6 +77,30 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     }
     let filter = Filter::parse(args.namespace.as_deref(), args.address.as_deref())
         .map_err(anyhow::Error::msg)?;
+    // A policy file to preview: read first, so a wrong path costs no indexing.
+    let policy = match &args.policy {
+        None => None,
+        Some(path) => {
+            let Some(namespace) = filter.only_namespace().map(str::to_owned) else {
+                anyhow::bail!(
+                    "--policy previews one namespace's policy file: name the namespace (tfreg status acme --policy {})",
+                    path.display()
+                );
+            };
+            let max = tfreg_core::policy::MAX_POLICY_BYTES;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(
+                    std::fs::File::open(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                    max + 1,
+                ),
+                &mut bytes,
+            )
+            .with_context(|| format!("cannot read {}", path.display()))?;
+            Some((path.display().to_string(), namespace, bytes))
+        }
+    };
     let backend = args.registry.backend()?;
     if let Backend::DataDir(data) = &backend {
         note_first_index(data);
@@ -96,7 +126,24 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
         .filter(|u| filter.upstream(&u.provider))
         .collect();
     doc.refused += doc.upstream.iter().map(|u| u.refused.len()).sum::<usize>();
-    let code = print(&doc, args.json)?;
+    // Which registry this is, first: a mistyped --data reports an empty one.
+    if !args.json {
+        println!("Registry: {}\n", t(&backend.describe()));
+    }
+    let code = match policy {
+        Some((file, namespace, bytes)) => {
+            let preview = report::preview::preview(&doc, &namespace, &bytes);
+            match args.json {
+                true => println!("{}", tfreg_core::text::json::to_string_pretty(&preview)?),
+                false => print!("{}", preview.text(&file)),
+            }
+            match preview.withdrawn.is_empty() {
+                true => ExitCode::SUCCESS,
+                false => ExitCode::from(crate::exit::REFUSED),
+            }
+        }
+        None => print(&doc, args.json)?,
+    };
     if indexed.unread > 0 {
         anyhow::bail!(
             "{} files could not be read; see the log above",

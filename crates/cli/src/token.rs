@@ -164,8 +164,9 @@ pub async fn run(args: TokenArgs) -> anyhow::Result<()> {
             };
             let expiry = new.record.expires_at.map_or("never".to_owned(), time);
             println!(
-                "Created token {} (reads: {scope}; expires: {expiry}).",
-                new.record.id
+                "Created token {} (reads: {scope}; expires: {expiry}) in {}: a server reads it when it serves that registry.",
+                new.record.id,
+                for_terminal(&backend.describe())
             );
             println!(
                 "It is shown only this once. Give it to Terraform in a CLI configuration block:"

@@ -30,8 +30,9 @@ pub const SNAPSHOT_FILE: &str = "index.json";
 /// Changes whenever the records' or the revisions' meaning changes; with tfreg's version,
 /// it decides whether a snapshot may be used. 2: signature and key verdicts by the one
 /// judgement of `tfreg_core::gpg` (EdDSA and expired keys accepted, revocations refused
-/// everywhere), so a snapshot of 1 is judged again whole.
-const FORMAT: u32 = 2;
+/// everywhere), so a snapshot of 1 is judged again whole. 3: modules' search words keep
+/// input and output names whole (`name_prefix`), so a snapshot of 2 is indexed again.
+const FORMAT: u32 = 3;
 
 /// The largest snapshot read (a million records is a few hundred MB).
 const MAX_SNAPSHOT_BYTES: u64 = 2 * 1024 * 1024 * 1024;

@@ -44,6 +44,25 @@ pub struct AwsNames {
     bucket: Option<String>,
 }
 
+/// Creates the data directory `data` when it does not exist yet, and says so on stderr with
+/// its absolute path: a mistyped `--data` (or `TFREG_DATA`) would otherwise make an empty
+/// second registry without a word. Returns its canonical path.
+pub fn create_data_dir(data: &Path) -> anyhow::Result<PathBuf> {
+    let existed = data.try_exists().unwrap_or(true);
+    std::fs::create_dir_all(data)
+        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+    let root = data
+        .canonicalize()
+        .with_context(|| format!("cannot open the data directory {}", data.display()))?;
+    if !existed {
+        eprintln!(
+            "created the data directory {}: it did not exist (if you meant another, check --data or TFREG_DATA)",
+            root.display()
+        );
+    }
+    Ok(root)
+}
+
 /// Where a command's audit lines are kept: `.tfreg/audit.log` in the data directory `data`
 /// (JSON lines, appended); `None` on the AWS shape (`table` given).
 pub fn audit_log(data: &Path, table: &TableSetting) -> Option<PathBuf> {
@@ -132,12 +151,7 @@ impl Backend {
     ) -> anyhow::Result<(Arc<dyn ArtifactStore>, Arc<dyn ArtifactWriter>)> {
         match self {
             Backend::DataDir(data) => {
-                std::fs::create_dir_all(data).with_context(|| {
-                    format!("cannot create the data directory {}", data.display())
-                })?;
-                let root = data.canonicalize().with_context(|| {
-                    format!("cannot open the data directory {}", data.display())
-                })?;
+                let root = create_data_dir(data)?;
                 let store = Arc::new(FsArtifactStore::new(root));
                 Ok((store.clone(), store))
             }
@@ -167,6 +181,25 @@ impl Backend {
                 _ => None,
             })
             .collect())
+    }
+
+    /// Where the registry is, for people: `the data directory /abs/path` or `the table T`
+    /// (`and the bucket B`), so a mistyped `--data` shows.
+    pub fn describe(&self) -> String {
+        match self {
+            Backend::DataDir(data) => {
+                let shown = data
+                    .canonicalize()
+                    .unwrap_or_else(|_| std::path::absolute(data).unwrap_or_else(|_| data.clone()));
+                format!("the data directory {}", shown.display())
+            }
+            Backend::Aws(names) => match (&names.table, &names.bucket) {
+                (Some(table), Some(bucket)) => format!("the table {table} and the bucket {bucket}"),
+                (Some(table), None) => format!("the table {table}"),
+                (None, Some(bucket)) => format!("the bucket {bucket}"),
+                (None, None) => "the AWS shape".to_owned(),
+            },
+        }
     }
 
     /// The data directory, for the local shape.

@@ -3,6 +3,7 @@
 //! then a wait until the registry serves what was published.
 //!
 //! - [`pack`]: a module folder as a deterministic `.tar.gz` of its contents;
+//! - [`references`]: the files a module's configuration names as paths;
 //! - [`leave_out`]: what is left out of a module (local state; secret-shaped files, unless
 //!   `--include` brings them back);
 //! - [`dist`]: the release files in goreleaser's `dist/`;
@@ -20,6 +21,7 @@ mod dist;
 mod judge;
 mod leave_out;
 mod pack;
+mod references;
 mod sign;
 mod sources;
 mod stage;

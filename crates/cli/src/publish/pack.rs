@@ -13,6 +13,7 @@ use flate2::{Compression, GzBuilder};
 use tfreg_core::module_archive::secrets::is_secret_shaped;
 
 use super::leave_out::{Includes, LeftOut};
+use super::references;
 
 /// Every entry's modification time: 2000-01-01T00:00:00Z.
 pub const FIXED_MTIME: u64 = 946_684_800;
@@ -98,8 +99,8 @@ pub fn pack_folder(dir: &Path, out: &Path, include: Includes) -> Result<Packed, 
     }
 
     if let Some((config, file)) = reads_a_left_out_file(&entries, &secret_shaped)? {
-        return Err(PackError::Refused(format!(
-            "{config} names {file}, which is left out as secret-shaped: the module would fail where it reads it, and a published version can never be fixed. If {file} is no secret (a public key, a CA bundle, a template), publish it with --include '{file}'; if it is one, keep it out of the module"
+        return Err(PackError::Refused(reads_a_left_out_file_refusal(
+            &config, &file,
         )));
     }
 
@@ -131,40 +132,56 @@ pub fn pack_folder(dir: &Path, out: &Path, include: Includes) -> Result<Packed, 
 }
 
 /// The first configuration file packed (`.tf`, `.tf.json`, templates) that names a
-/// secret-shaped file left out, and that file: `file("${path.module}/id_rsa.pub")` would
-/// fail for everyone who calls the module.
+/// secret-shaped file left out as a path ([`super::references`]), and that file:
+/// `file("${path.module}/id_rsa.pub")` would fail for everyone who calls the module.
 fn reads_a_left_out_file(
     entries: &[Entry],
     left_out: &[String],
 ) -> Result<Option<(String, String)>, PackError> {
-    /// Configuration larger than this is not searched (no module's is).
-    const MAX_SEARCHED: u64 = 4 * 1024 * 1024;
     if left_out.is_empty() {
         return Ok(None);
     }
-    let configuration = |name: &str| {
-        let name = name.to_ascii_lowercase();
-        [".tf", ".tf.json", ".tftpl", ".tpl"]
-            .iter()
-            .any(|suffix| name.ends_with(suffix))
-    };
     for entry in entries {
-        let Some(source) = entry.source.as_ref().filter(|_| configuration(&entry.name)) else {
+        let Some(kind) = references::kind_of(&entry.name) else {
+            continue;
+        };
+        let Some(source) = entry.source.as_ref() else {
             continue;
         };
         let mut text = Vec::new();
         let file = File::open(source).map_err(io_at(source))?;
-        io::Read::read_to_end(&mut io::Read::take(file, MAX_SEARCHED), &mut text)
-            .map_err(io_at(source))?;
-        let text = String::from_utf8_lossy(&text);
-        for file in left_out {
-            let base = file.rsplit('/').next().unwrap_or(file);
-            if !base.is_empty() && text.contains(base) {
-                return Ok(Some((entry.name.clone(), file.clone())));
-            }
+        io::Read::read_to_end(
+            &mut io::Read::take(file, references::MAX_SEARCHED),
+            &mut text,
+        )
+        .map_err(io_at(source))?;
+        let words = references::path_words(kind, &String::from_utf8_lossy(&text));
+        if let Some(file) = left_out
+            .iter()
+            .find(|file| references::names_file(&words, file))
+        {
+            return Ok(Some((entry.name.clone(), file.clone())));
         }
     }
     Ok(None)
+}
+
+/// The refusal of a module whose configuration `config` reads `file`, left out as
+/// secret-shaped. A published version never changes, so the fix it gives first never
+/// publishes a secret: only a public key (`*.pub`) is worth `--include`.
+fn reads_a_left_out_file_refusal(config: &str, file: &str) -> String {
+    let first = format!(
+        "{config} names {file} as a path, which is left out as secret-shaped: the module would fail where it reads it, and a published version can never be fixed."
+    );
+    let public_key = file.to_ascii_lowercase().ends_with(".pub");
+    match public_key {
+        true => format!(
+            "{first} A public key is no secret: publish it with --include '{file}' (a private key must never be published: keep it out of the module)"
+        ),
+        false => format!(
+            "{first} Never publish a secret: have the module take the value as a variable (or from a secret store) and remove {file} from the configuration; if {file} holds no secret (a CA bundle, a template), rename it to a name that is not secret-shaped and change the configuration to match"
+        ),
+    }
 }
 
 /// Appends one entry with fixed metadata; returns the bytes of content added.

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tfreg_core::gpg::MAX_KEY_BYTES;
-use tfreg_core::layout::{classify, ArchiveFormat, Artifact, Classified, MODULE_METADATA_SUFFIX};
+use tfreg_core::layout::{
+    classify, ArchiveFormat, Artifact, Classified, MODULE_METADATA_SUFFIX, MODULE_SIGNATURE_SUFFIX,
+};
 use tfreg_core::module_docs::publisher::PublisherMetadata;
 use tfreg_core::ProviderAddress;
 
@@ -68,6 +70,25 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
         (source.clone(), format)
     };
     let key = format!("modules/{address}/{version}{}", format.suffix());
+    let listed = dest.list(&format!("modules/{address}/")).await?;
+    // What --source and --description do not say is carried forward from the version before.
+    let (repository, description) = match repository.is_some() && description.is_some() {
+        true => (repository, description),
+        false => {
+            let earlier = earlier_metadata(&dest, &listed, &version).await?;
+            let carried = |given: Option<String>, earlier: Option<(String, String)>, what| {
+                given.or_else(|| {
+                    let (value, from) = earlier?;
+                    println!("  {what}: carried forward from {from} (--{what} to change it)");
+                    Some(value)
+                })
+            };
+            (
+                carried(repository, earlier.source, "source"),
+                carried(description, earlier.description, "description"),
+            )
+        }
+    };
     let mut files = vec![];
     // The sidecar goes first, so the archive's indexing reads it.
     if repository.is_some() || description.is_some() {
@@ -103,7 +124,7 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
     let plan = Plan { subject, files };
     // One version, one archive: another format of it would change what is served.
     let mut refusals = vec![];
-    for other in dest.list(&format!("modules/{address}/")).await? {
+    for other in listed {
         if let Classified::Artifact(Artifact::ModuleArchive { version: v, .. }) = classify(&other) {
             if v == version && other != key {
                 refusals.push(format!(
@@ -114,8 +135,63 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
     }
     // The namespace's keys and policy, so the checks judge the signature (or its absence)
     // as the registry will.
-    let context = trusted_keys(&dest, &address.namespace, temp).await?;
+    let mut context = trusted_keys(&dest, &address.namespace, temp).await?;
+    // Without --sign, the version's signature already published stays beside the archive, so
+    // an identical republish is judged with it (under a policy requiring signed modules).
+    if sign.is_none() {
+        context.extend(published_signature(&dest, &key, temp).await?);
+    }
     publish(plan, context, dest, &options, refusals).await
+}
+
+/// The source and description to carry forward to `version`, each with the version whose
+/// sidecar gave it: from the newest earlier version whose sidecar has it. Nothing when
+/// `version` has a sidecar of its own already (it stays as it is), and a sidecar that cannot
+/// be read or parsed gives nothing (the registry refuses it too).
+#[derive(Default)]
+struct Earlier {
+    source: Option<(String, String)>,
+    description: Option<(String, String)>,
+}
+
+async fn earlier_metadata(
+    dest: &Destination,
+    listed: &[String],
+    version: &tfreg_core::Version,
+) -> anyhow::Result<Earlier> {
+    let mut sidecars: Vec<(tfreg_core::Version, &String)> = listed
+        .iter()
+        .filter_map(|key| match classify(key) {
+            Classified::Artifact(Artifact::ModuleMetadata { version: v, .. }) => Some((v, key)),
+            _ => None,
+        })
+        .collect();
+    if sidecars.iter().any(|(v, _)| v == version) {
+        return Ok(Earlier::default());
+    }
+    sidecars.retain(|(v, _)| v < version);
+    sidecars.sort();
+    let mut earlier = Earlier::default();
+    for (v, key) in sidecars.into_iter().rev() {
+        if earlier.source.is_some() && earlier.description.is_some() {
+            break;
+        }
+        let max = tfreg_core::module_docs::publisher::MAX_SIDECAR_BYTES as u64;
+        let Some(bytes) = dest.read_small(key, max).await? else {
+            continue;
+        };
+        let Ok(metadata) = PublisherMetadata::parse(&bytes) else {
+            continue;
+        };
+        let from = v.to_string();
+        if earlier.source.is_none() {
+            earlier.source = metadata.source.map(|s| (s, from.clone()));
+        }
+        if earlier.description.is_none() {
+            earlier.description = metadata.description.map(|d| (d, from));
+        }
+    }
+    Ok(earlier)
 }
 
 /// What packing a folder left out and let in, and what `--include` did not do.
@@ -298,6 +374,23 @@ async fn trusted_keys(
         keys.push(Upload::of(key, &path, Role::Context).await?);
     }
     Ok(keys)
+}
+
+/// The signature published beside the archive `archive_key` in the destination, if there is
+/// one, copied into `temp` for the checks.
+async fn published_signature(
+    dest: &Destination,
+    archive_key: &str,
+    temp: &Path,
+) -> anyhow::Result<Option<Upload>> {
+    let key = format!("{archive_key}{MODULE_SIGNATURE_SUFFIX}");
+    // One larger than the registry reads is refused by it anyway.
+    let Some(bytes) = dest.read_small(&key, MAX_KEY_BYTES).await? else {
+        return Ok(None);
+    };
+    let path = temp.join("published.sig");
+    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(Upload::of(key, &path, Role::Context).await?))
 }
 
 /// The `--key` file as it is published: `keys/<namespace>/<KEY ID>.asc`, unless the

@@ -66,6 +66,11 @@ impl Filter {
         Ok(filter)
     }
 
+    /// The namespace it is limited to, if any (lowercase).
+    pub fn only_namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
     fn namespace(&self, namespace: &str) -> bool {
         self.namespace.as_deref().is_none_or(|ns| ns == namespace)
     }

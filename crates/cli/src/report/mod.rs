@@ -8,6 +8,7 @@ mod doc;
 mod filter;
 pub mod keys;
 pub mod lifecycle;
+pub mod preview;
 pub mod uploads;
 
 use std::collections::BTreeSet;

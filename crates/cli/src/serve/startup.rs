@@ -310,15 +310,13 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
 
 /// With --table and --data: the data directory only holds the server's state.
 fn prepare_state_only(data: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(data)
-        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
-    data.canonicalize()
-        .with_context(|| format!("cannot open the data directory {}", data.display()))
+    crate::backend::create_data_dir(data)
 }
 
 /// Creates the data directory and its publishing folders if needed; returns its canonical
 /// path, so the watcher's paths map back to keys.
 fn prepare_data_dir(data: &Path) -> anyhow::Result<PathBuf> {
+    crate::backend::create_data_dir(data)?;
     for dir in ["modules", "providers", "keys", "mirror"] {
         let path = data.join(dir);
         std::fs::create_dir_all(&path)

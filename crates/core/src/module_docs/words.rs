@@ -1,5 +1,6 @@
 //! The words a module is found by beyond its address and description: its root module's
-//! input and output names and descriptions, then its README's, each word once, lowercased,
+//! input and output names (whole, as `name_prefix`, and in parts) and descriptions, then its
+//! README's, each word once, lowercased,
 //! at most [`MAX_SEARCH_WORDS`] bytes. Kept with the module's listing entry, so a search
 //! reads nothing else; bounded, so the listing stays small however long a README is.
 
@@ -32,7 +33,15 @@ impl ModuleDocs {
         let mut seen = HashSet::new();
         let mut words = String::new();
         for text in io.chain(std::iter::once(root.readme.as_str())) {
-            for word in text.split(|c: char| !c.is_alphanumeric()) {
+            // A name (`name_prefix`) is kept whole too, so a search for it finds it; its
+            // parts follow.
+            let whole = text
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+                .then_some(text)
+                .filter(|t| !t.chars().all(char::is_alphanumeric));
+            let parts = text.split(|c: char| !c.is_alphanumeric());
+            for word in whole.into_iter().chain(parts) {
                 let length = word.chars().count();
                 if !(MIN_WORD..=MAX_WORD).contains(&length) {
                     continue;
@@ -78,7 +87,7 @@ mod tests {
         };
         assert_eq!(
             docs.search_words(),
-            "cidr block the vpc id network creates spans three zones"
+            "cidr_block cidr block the vpc vpc_id id network creates spans three zones"
         );
         let long = ModuleDocs {
             root: ModulePart {

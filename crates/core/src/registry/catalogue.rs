@@ -4,9 +4,10 @@
 //! then checks the few it found.
 //!
 //! A module matches a search when, for every word of the query (in any case), its address
-//! or description holds the word as a substring, or, for a word of letters and digits
-//! only, one of the words of its README, inputs and outputs ([`ModuleSummary::words`])
-//! starts with it. Each run of letters and digits in a query word lies inside one such run
+//! or description holds the word as a substring, or, for a word of letters, digits, `_`
+//! and `-` only, one of the words of its README, inputs and outputs
+//! ([`ModuleSummary::words`], where input and output names are also kept whole:
+//! `name_prefix`) starts with it. Each run of letters and digits in a query word lies inside one such run
 //! of the address and description, so the modules a word can match there are those with a
 //! token containing each of its runs: found by binary search among the sorted suffixes of
 //! their distinct tokens (checked against the text when the word has more than one run).
@@ -147,6 +148,20 @@ fn one_run(word: &str) -> bool {
     !word.is_empty() && word.chars().all(char::is_alphanumeric)
 }
 
+/// True when `word` may begin one of a module's other words: letters, digits, `_` and `-`
+/// (input and output names are kept whole among them).
+fn name_like(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A module's other words: space-separated, each whole.
+fn other_words(words: &str) -> impl Iterator<Item = &str> {
+    words.split_whitespace()
+}
+
 impl Catalogue {
     /// The catalogue of `summaries` (in any order).
     pub fn new(mut summaries: Vec<ModuleSummary>) -> Self {
@@ -176,7 +191,7 @@ impl Catalogue {
             summaries
                 .iter()
                 .enumerate()
-                .flat_map(|(i, s)| tokens(&s.words).map(move |t| (i as u32, t))),
+                .flat_map(|(i, s)| other_words(&s.words).map(move |t| (i as u32, t))),
             false,
         );
         Self {
@@ -215,18 +230,23 @@ impl Catalogue {
         self.modules.is_empty()
     }
 
-    /// The modules that may match `word` (lowercase), in order, and whether each surely
-    /// does: a word of one run matches exactly the modules with a token containing it or a
-    /// word starting with it; a word of several runs, only modules holding each run, which
-    /// are then checked against the text.
-    fn matching(&self, word: &str) -> (Vec<u32>, bool) {
+    /// The modules that match `word` (lowercase), in order: those that surely do, and those
+    /// that may, to check against the text. A word of one run matches exactly the modules
+    /// with a token containing it or a word starting with it; a word of several runs, only
+    /// modules holding each run (checked), and, when it is name-like (`name_prefix`), those
+    /// with a word starting with it.
+    fn matching(&self, word: &str) -> (Vec<u32>, Vec<u32>) {
         if one_run(word) {
             let mut found = self.suffixes.starting_with(word);
             found.extend(self.words.starting_with(word));
             found.sort_unstable();
             found.dedup();
-            return (found, true);
+            return (found, Vec::new());
         }
+        let sure = match name_like(word) {
+            true => self.words.starting_with(word),
+            false => Vec::new(),
+        };
         let mut parts: Vec<&str> = tokens(word).collect();
         // The longest parts first: they find the fewest modules.
         parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
@@ -240,9 +260,9 @@ impl Catalogue {
             });
         }
         match found {
-            Some(found) => (found, false),
+            Some(found) => (sure, found),
             // No letters or digits: every module, checked.
-            None => ((0..self.modules.len() as u32).collect(), false),
+            None => (sure, (0..self.modules.len() as u32).collect()),
         }
     }
 
@@ -295,14 +315,14 @@ impl Catalogue {
         // The modules matching every word: the rarest lists first.
         let mut found: Option<Vec<u32>> = None;
         for word in &words {
-            let (holding, sure) = self.matching(word);
-            let holding: Vec<u32> = match sure {
-                true => holding,
-                false => holding
-                    .into_iter()
-                    .filter(|i| self.texts[*i as usize].contains(word))
-                    .collect(),
-            };
+            let (sure, unsure) = self.matching(word);
+            let mut holding: Vec<u32> = unsure
+                .into_iter()
+                .filter(|i| self.texts[*i as usize].contains(word))
+                .chain(sure)
+                .collect();
+            holding.sort_unstable();
+            holding.dedup();
             found = Some(match found {
                 None => holding,
                 Some(known) => intersect(&known, &holding),
@@ -402,7 +422,7 @@ mod tests {
     }
 
     /// What search means: every word in the address or description as a substring, or,
-    /// for a word of letters and digits, at the start of one of the other words.
+    /// for a word of letters, digits, `_` and `-`, at the start of one of the other words.
     fn by_scanning(c: &Catalogue, q: &str) -> Vec<String> {
         let q = q.to_lowercase();
         c.modules
@@ -410,7 +430,8 @@ mod tests {
             .zip(&c.texts)
             .filter(|(s, text)| {
                 q.split_whitespace().all(|w| {
-                    text.contains(w) || (one_run(w) && s.words.split(' ').any(|t| t.starts_with(w)))
+                    text.contains(w)
+                        || (name_like(w) && s.words.split(' ').any(|t| t.starts_with(w)))
                 })
             })
             .map(|(s, _)| s.address.to_string())
@@ -491,6 +512,55 @@ mod tests {
             .map(|s| s.address.to_string())
             .collect();
         assert_eq!(page, ["acme/network/aws"]);
+    }
+
+    #[test]
+    fn input_and_output_names_are_found_whole_as_well_as_by_their_parts() {
+        use crate::module_docs::{ModuleDocs, ModuleInput, ModuleOutput, ModulePart};
+        // Given a module with an input `instance-type` and an output `name_prefix`,
+        let docs = ModuleDocs {
+            root: ModulePart {
+                inputs: vec![ModuleInput {
+                    name: "instance-type".into(),
+                    ..ModuleInput::default()
+                }],
+                outputs: vec![ModuleOutput {
+                    name: "name_prefix".into(),
+                    description: String::new(),
+                    sensitive: false,
+                }],
+                ..ModulePart::default()
+            },
+            ..ModuleDocs::default()
+        };
+        let mut documented = summary("acme/naming/aws", "Labels");
+        documented.words = docs.search_words();
+        let c = Catalogue::new(vec![documented, summary("acme/network/aws", "VPC")]);
+        // a search finds it by either name, whole or begun, in any case, and by their parts,
+        for q in [
+            "name_prefix",
+            "NAME_PREFIX",
+            "name_pre",
+            "prefix",
+            "instance-type",
+            "instance-",
+            "type labels",
+        ] {
+            assert_eq!(
+                found(&c, &Access::All, &query(q)),
+                ["acme/naming/aws"],
+                "{q}"
+            );
+            assert_eq!(
+                sorted(found(&c, &Access::All, &query(q))),
+                sorted(by_scanning(&c, q)),
+                "{q}"
+            );
+        }
+        // but not by a name it does not have.
+        for q in ["name_suffix", "prefix_name", "ame_prefix"] {
+            assert!(found(&c, &Access::All, &query(q)).is_empty(), "{q}");
+        }
     }
 
     #[test]

@@ -211,11 +211,55 @@ fn a_module_that_reads_a_left_out_file_is_refused_with_the_include_that_fixes_it
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("main.tf names keys/id_rsa.pub, which is left out as secret-shaped")
-            && err.contains("--include 'keys/id_rsa.pub'"),
+        err.contains("main.tf names keys/id_rsa.pub as a path, which is left out as secret-shaped")
+            && err
+                .contains("A public key is no secret: publish it with --include 'keys/id_rsa.pub'"),
         "{err}"
     );
     // Named on purpose, it is published; the .env nobody reads stays out.
     pack_folder(&module, &out, Includes::new(&["keys/id_rsa.pub".into()])).unwrap();
     assert_eq!(names(&out), ["keys/", "keys/id_rsa.pub", "main.tf"]);
+}
+
+#[test]
+fn a_module_mentioning_env_in_identifiers_or_comments_is_packed_without_its_env() {
+    // Given a module whose configuration says `environment` and `.envrc`, beside a .env,
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("m");
+    write(
+        &module,
+        "main.tf",
+        "# local settings live in .envrc\nvariable \"environment\" {}\noutput \"name\" { value = \"app-${var.environment}\" }\n",
+    );
+    write(&module, ".env", "TOKEN=hunter2\n");
+    let out = dir.path().join("m.tar.gz");
+    // then it is packed, without the .env.
+    let packed = pack_folder(&module, &out, Includes::default()).unwrap();
+    assert_eq!(names(&out), ["main.tf"]);
+    assert_eq!(packed.secret_shaped, [".env"]);
+}
+
+#[test]
+fn a_module_that_reads_a_secret_is_refused_without_suggesting_to_publish_it() {
+    // Given a module that reads its .env as a path,
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("m");
+    write(
+        &module,
+        "main.tf",
+        "locals { settings = file(\"${path.module}/.env\") }\n",
+    );
+    write(&module, ".env", "TOKEN=hunter2\n");
+    let out = dir.path().join("m.tar.gz");
+    let err = pack_folder(&module, &out, Includes::default())
+        .unwrap_err()
+        .to_string();
+    // then the refusal says why, and never suggests publishing the secret.
+    assert!(
+        err.contains("main.tf names .env as a path, which is left out as secret-shaped")
+            && err.contains("Never publish a secret: have the module take the value as a variable")
+            && err.contains("rename it"),
+        "{err}"
+    );
+    assert!(!err.contains("--include"), "{err}");
 }
