@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tfreg_e2e::{
     client_trusting, mirror_config, requires_provider, sha256_hex, tfreg_run, tfreg_status, Fault,
-    Gpg, Server, TempDir, Terraform, Upstream, UPSTREAM_HOST,
+    Gpg, Server, TamperingProxy, TempDir, Terraform, Upstream, UPSTREAM_HOST,
 };
 
 /// JSON of a GET through `client`, asserting a 200.
@@ -256,6 +256,32 @@ impl Cache {
                 started.elapsed()
             ),
         }
+    }
+
+    /// The path on this registry of the `platform` package its `<version>.json` (`body`)
+    /// offers (fetch mode wait).
+    fn package_path(&self, body: &str, platform: &str) -> String {
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        let url = json["archives"][platform]["url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no archive for {platform}: {body}"))
+            .to_owned();
+        // Absolute, or relative to the version's JSON as Terraform resolves it.
+        let url = if url.starts_with("https://") {
+            url
+        } else if url.starts_with('/') {
+            format!("{}{url}", self.server.url)
+        } else {
+            format!(
+                "{}/v1/mirror/{UPSTREAM_HOST}/acme/widget/{url}",
+                self.server.url
+            )
+        };
+        url.strip_prefix(&self.server.url)
+            .unwrap_or_else(|| {
+                panic!("the package is not offered at the registry (fetch mode wait): {url}")
+            })
+            .to_owned()
     }
 
     /// GETs a mirror path expecting a JSON error with `status`; returns the error text.
@@ -648,26 +674,8 @@ fn a_zip_that_does_not_match_sha256sums_is_refused_and_never_cached() {
     let version_path = "/v1/mirror/registry.upstream.test/acme/widget/1.1.0.json";
     let (status, body, _) = cache.timed_get(version_path);
     assert_eq!(status, 200, "the release itself verifies: {body}");
-    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let url = json["archives"][&own]["url"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no archive for {own}: {body}"))
-        .to_owned();
-    // Absolute, or relative to the version's JSON as Terraform resolves it.
-    let url = if url.starts_with("https://") {
-        url
-    } else if url.starts_with('/') {
-        format!("{}{url}", cache.server.url)
-    } else {
-        format!(
-            "{}/v1/mirror/{UPSTREAM_HOST}/acme/widget/{url}",
-            cache.server.url
-        )
-    };
-    let path = url.strip_prefix(&cache.server.url).unwrap_or_else(|| {
-        panic!("the package is not offered at the registry (fetch mode wait): {url}")
-    });
-    let error = cache.mirror_error(path, 502);
+    let path = cache.package_path(&body, &own);
+    let error = cache.mirror_error(&path, 502);
     assert!(
         error.contains("SHA256SUMS"),
         "the error does not say the zip does not match SHA256SUMS: {error}"
@@ -915,4 +923,122 @@ fn upstream_providers_take_the_registrys_tokens_and_their_namespace_scopes() {
     let (status, body) = get(Some(&acme));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("1.1.0"), "{body}");
+}
+
+/// A second door to the stand-in, on another port of 127.0.0.1: what an upstream's answer
+/// could point the registry at on its own network. It answers as the stand-in does (so a
+/// registry that followed the answer would succeed) and records what reached it.
+fn another_port(upstream: &Upstream) -> TamperingProxy {
+    let tls = upstream.data().join(".tfreg/tls");
+    TamperingProxy::start(
+        &upstream.server().url,
+        &upstream.cert(),
+        &tls.join("cert.pem"),
+        &tls.join("key.pem"),
+    )
+}
+
+/// Asserts a 502 that tells nothing of what the other port is or did.
+fn assert_generic_refusal(what: &str, status: u16, body: &str, other: &TamperingProxy) {
+    assert_eq!(status, 502, "{what}: {body}");
+    let port = other.url.rsplit(':').next().unwrap();
+    let lower = body.to_lowercase();
+    for detail in [
+        port,
+        "connect",
+        "certificate",
+        "tls",
+        "os error",
+        "answered",
+    ] {
+        assert!(
+            !lower.contains(detail),
+            "{what}: the 502 tells {detail:?} of the other address: {body}"
+        );
+    }
+}
+
+#[test]
+fn the_upstreams_answers_never_point_the_registry_at_another_address_unless_allowed() {
+    // Given a registry caching the stand-in, and the same stand-in answering on another port
+    // of the same host,
+    let upstream = Upstream::start();
+    let other = another_port(&upstream);
+    let cache = Cache::start(&upstream, &[ACME], &["--upstream-refresh", "1s"]);
+    let [own, _] = Upstream::platforms();
+
+    // when service discovery points providers.v1 at the other port, then the version list
+    // is not asked there: a 502 that says nothing of the other port;
+    upstream.set(Fault::Discovery(other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
+    assert_generic_refusal("providers.v1 at another port", status, &body, &other);
+    assert!(
+        body.contains("providers.v1"),
+        "the 502 does not say why: {body}"
+    );
+
+    // when an API answer redirects to the other port (asked again past the registry's wait
+    // after a failure), then the redirect is not followed;
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream.set(Fault::Redirect(other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
+    assert_generic_refusal("an API redirect to another port", status, &body, &other);
+
+    // when the download answers name SHA256SUMS at the other port, then the release is not
+    // verified from there;
+    upstream.set(Fault::PointAt("shasums_url".into(), other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/widget/1.0.0.json");
+    assert_generic_refusal("SHA256SUMS at another port", status, &body, &other);
+
+    // when they name the package at the other port, then the package is not fetched there
+    // (nor in the background).
+    upstream.set(Fault::PointAt("download_url".into(), other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/widget/1.1.0.json");
+    assert_eq!(status, 200, "the release itself verifies: {body}");
+    let package = cache.package_path(&body, &own);
+    let (status, body, _) = cache.timed_get(&package);
+    assert_generic_refusal("a package at another port", status, &body, &other);
+    assert!(
+        other.seen().is_empty(),
+        "the registry connected to the other port: {:?}",
+        other.seen()
+    );
+    // The refusals are the same words on the status page.
+    let page = cache.timed_get("/upstream").1;
+    assert!(
+        !page.contains(other.url.rsplit(':').next().unwrap()),
+        "the /upstream page names the other port:\n{page}"
+    );
+
+    // Given a registry whose operator allows 127.0.0.1 (the company's download host),
+    upstream.set(Fault::None);
+    let allowed = Cache::start(
+        &upstream,
+        &[ACME],
+        &["--upstream-allow-address", "127.0.0.1/32"],
+    );
+    // then a package at the other port installs from there,
+    upstream.set(Fault::PointAt("download_url".into(), other.url.clone()));
+    let tf = allowed.terraform("widget", "= 1.1.0");
+    let output = init(&tf, "a package at an allowed address");
+    assert!(
+        output.contains(&format!("Installed {WIDGET} v1.1.0")),
+        "{output}"
+    );
+    assert!(
+        !other.seen_containing(".zip").is_empty(),
+        "the allowed address was not used: {:?}",
+        other.seen()
+    );
+    // while API calls still go only to the configured upstream.
+    other.clear_seen();
+    upstream.set(Fault::Discovery(other.url.clone()));
+    let (status, body, _) =
+        allowed.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
+    assert_generic_refusal("providers.v1 at an allowed address", status, &body, &other);
+    assert!(other.seen().is_empty(), "{:?}", other.seen());
 }

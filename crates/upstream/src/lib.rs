@@ -1,10 +1,13 @@
 //! The HTTP client behind [`tfreg_core::upstream::UpstreamClient`]: HTTPS only, each call
-//! bounded in time and size, API answers never redirected to another host, download hosts
-//! configurable per upstream (as Terraform's CLI `host` blocks) and extra certificate
-//! authorities trusted beside the web's.
+//! bounded in time and size; API calls only to the configured upstream's own origin
+//! (redirects included), release files and packages anywhere public but never, on an
+//! answer's word, to the registry's own network ([`reach`]); discovery URLs configurable per
+//! upstream (as Terraform's CLI `host` blocks) and extra certificate authorities trusted
+//! beside the web's. Clients are told no transport detail; the log has it.
 
 #![forbid(unsafe_code)]
 
+pub mod reach;
 pub mod settings;
 
 use std::collections::BTreeMap;
@@ -15,6 +18,8 @@ use async_trait::async_trait;
 use tfreg_core::upstream::{CallError, UpstreamClient};
 use tfreg_core::Hostname;
 use tokio::io::AsyncWriteExt;
+
+pub use reach::Reach;
 
 /// Most redirects followed by one call.
 const MAX_REDIRECTS: usize = 5;
@@ -32,6 +37,8 @@ pub struct ClientSettings {
     pub download_timeout: Duration,
     /// The longest a download may go without a byte.
     pub idle_timeout: Duration,
+    /// Where hops away from an upstream's own origin may connect besides public addresses.
+    pub reach: Reach,
 }
 
 impl Default for ClientSettings {
@@ -42,6 +49,7 @@ impl Default for ClientSettings {
             timeout: Duration::from_secs(10),
             download_timeout: Duration::from_secs(30 * 60),
             idle_timeout: Duration::from_secs(30),
+            reach: Reach::default(),
         }
     }
 }
@@ -74,8 +82,10 @@ pub fn trusting(
 /// The HTTP client to upstream registries.
 pub struct HttpUpstream {
     settings: ClientSettings,
-    api: reqwest::Client,
-    downloads: reqwest::Client,
+    /// For hops at an upstream's own origin, which the operator configured: wherever it is.
+    home: reqwest::Client,
+    /// For every other hop: names resolve only to addresses [`Reach::allows`].
+    away: reqwest::Client,
 }
 
 /// A URL as shown in messages: no query (presigned URLs carry signatures there).
@@ -89,13 +99,27 @@ fn shown(url: &str) -> String {
     }
 }
 
+/// What a call is for: API calls stay at the upstream's own origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    Api,
+    File,
+}
+
+/// A call refused before it connected: where it pointed is not for the registry to reach.
+fn refused() -> CallError {
+    CallError::Failed(reach::REFUSED.to_owned())
+}
+
 impl HttpUpstream {
     /// A client with `settings`; fails on an unreadable certificate bundle.
     pub fn new(settings: ClientSettings) -> Result<HttpUpstream, String> {
         let builder = || {
+            // Redirects are followed here, hop by hop, each checked (see `open`).
             let mut b = reqwest::Client::builder()
                 .https_only(true)
                 .connect_timeout(Duration::from_secs(5))
+                .redirect(reqwest::redirect::Policy::none())
                 .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")));
             if let Some(pem) = &settings.extra_ca {
                 b = trusting(b, pem)
@@ -103,81 +127,152 @@ impl HttpUpstream {
             }
             Ok::<_, String>(b)
         };
-        let api = builder()?
-            .timeout(settings.timeout)
-            .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                let same_host = attempt
-                    .previous()
-                    .first()
-                    .is_some_and(|first| first.host_str() == attempt.url().host_str());
-                if attempt.previous().len() > MAX_REDIRECTS {
-                    attempt.error("too many redirects")
-                } else if !same_host {
-                    attempt.error("an API answer redirected to another host")
-                } else {
-                    attempt.follow()
-                }
-            }))
-            .build()
-            .map_err(|e| e.to_string())?;
-        let downloads = builder()?
-            .timeout(settings.download_timeout)
-            .read_timeout(settings.idle_timeout)
-            .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+        let home = builder()?.build().map_err(|e| e.to_string())?;
+        let away = builder()?
+            .dns_resolver(settings.reach.resolver())
             .build()
             .map_err(|e| e.to_string())?;
         Ok(HttpUpstream {
             settings,
-            api,
-            downloads,
+            home,
+            away,
         })
     }
 
-    async fn start(
-        client: &reqwest::Client,
+    /// The origin of `up`'s own registry: where its discovery document is.
+    fn home_origin(&self, up: &Hostname) -> Option<url::Origin> {
+        url::Url::parse(&self.discovery_url(up))
+            .ok()
+            .map(|u| u.origin())
+    }
+
+    /// Sends a GET to `url` for `up` and follows its redirects, checking every hop before
+    /// it connects: API calls only at `up`'s own origin, other calls there or at addresses
+    /// the registry may reach. Returns the first answer that is not a redirect, checked to
+    /// be a 200 of at most `limit` bytes as far as its headers tell.
+    async fn open(
+        &self,
+        up: &Hostname,
         url: &str,
+        call: Call,
         limit: u64,
     ) -> Result<reqwest::Response, CallError> {
         let failed = |why: String| CallError::Failed(format!("{}: {why}", shown(url)));
-        let response = client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| failed(describe(&e)))?;
-        let status = response.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
-            return Err(CallError::NotFound(format!(
-                "{}: 404 Not Found",
-                shown(url)
-            )));
+        let home = self.home_origin(up);
+        let mut hop = url::Url::parse(url).map_err(|_| failed("not a URL".into()))?;
+        for _ in 0..=MAX_REDIRECTS {
+            if hop.scheme() != "https" {
+                return Err(failed("not https: refused".into()));
+            }
+            let at_home = home.as_ref() == Some(&hop.origin());
+            if !at_home {
+                let literal = match hop.host() {
+                    Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+                    Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+                    _ => None,
+                };
+                let unreachable = literal.is_some_and(|ip| !self.settings.reach.allows(ip));
+                if call == Call::Api || unreachable {
+                    tracing::warn!(upstream = %up, url = %shown(hop.as_str()), ?call, "an upstream answer pointed where the registry does not connect; refused");
+                    return Err(refused());
+                }
+            }
+            let client = if at_home { &self.home } else { &self.away };
+            let response = client
+                .get(hop.clone())
+                .send()
+                .await
+                .map_err(|e| transport(up, url, &e))?;
+            let status = response.status();
+            if status.is_redirection() {
+                let location = response
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| hop.join(l).ok());
+                match location {
+                    Some(next) => {
+                        hop = next;
+                        continue;
+                    }
+                    None => return Err(failed(format!("answered {status} without a location"))),
+                }
+            }
+            if status == reqwest::StatusCode::NOT_FOUND {
+                return Err(CallError::NotFound(format!(
+                    "{}: 404 Not Found",
+                    shown(url)
+                )));
+            }
+            if !status.is_success() {
+                return Err(failed(format!("answered {status}")));
+            }
+            if response.content_length().is_some_and(|n| n > limit) {
+                return Err(failed(format!("the answer is larger than {limit} bytes")));
+            }
+            return Ok(response);
         }
-        if !status.is_success() {
-            return Err(failed(format!("answered {status}")));
+        Err(failed("too many redirects".into()))
+    }
+
+    /// A small answer read whole, within the call timeout (redirects included).
+    async fn read(
+        &self,
+        up: &Hostname,
+        url: &str,
+        call: Call,
+        limit: u64,
+    ) -> Result<Vec<u8>, CallError> {
+        let whole = async {
+            let mut response = self.open(up, url, call, limit).await?;
+            let mut body = Vec::new();
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        if body.len() as u64 + chunk.len() as u64 > limit {
+                            return Err(CallError::Failed(format!(
+                                "{}: the answer is larger than {limit} bytes",
+                                shown(url)
+                            )));
+                        }
+                        body.extend_from_slice(&chunk);
+                    }
+                    Ok(None) => return Ok(body),
+                    Err(e) => return Err(transport(up, url, &e)),
+                }
+            }
+        };
+        match tokio::time::timeout(self.settings.timeout, whole).await {
+            Ok(result) => result,
+            Err(_) => Err(CallError::Failed(format!("{}: timed out", shown(url)))),
         }
-        if response.content_length().is_some_and(|n| n > limit) {
-            return Err(failed(format!("the answer is larger than {limit} bytes")));
-        }
-        Ok(response)
     }
 }
 
-/// A reqwest error as a short reason.
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = if e.is_timeout() {
-        "timed out".to_owned()
-    } else if e.is_connect() {
-        "cannot connect".to_owned()
-    } else if e.is_redirect() {
-        "redirect refused".to_owned()
-    } else {
-        "failed".to_owned()
-    };
+/// A transport failure as clients see it: what kind of failure, never its detail (which
+/// would tell what answered where); the detail goes to the log.
+fn transport(up: &Hostname, url: &str, e: &reqwest::Error) -> CallError {
+    let mut detail = String::new();
     let mut source = std::error::Error::source(e);
+    let mut was_refused = false;
     while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
+        was_refused |= s.is::<reach::Refused>();
+        detail.push_str(&format!(": {s}"));
         source = s.source();
     }
-    text
+    if was_refused {
+        tracing::warn!(upstream = %up, url = %shown(url), "an upstream answer pointed at an address the registry does not reach; refused");
+        return refused();
+    }
+    tracing::warn!(upstream = %up, url = %shown(url), "an upstream call failed{detail}");
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else {
+        "failed"
+    };
+    CallError::Failed(format!("{}: {kind}", shown(url)))
 }
 
 #[async_trait]
@@ -192,58 +287,60 @@ impl UpstreamClient for HttpUpstream {
         format!("{base}/.well-known/terraform.json")
     }
 
-    async fn get(&self, url: &str, limit: u64) -> Result<Vec<u8>, CallError> {
-        let mut response = Self::start(&self.api, url, limit).await?;
-        let mut body = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(CallError::Failed(format!(
-                            "{}: the answer is larger than {limit} bytes",
-                            shown(url)
-                        )));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => return Ok(body),
-                Err(e) => {
-                    return Err(CallError::Failed(format!(
-                        "{}: {}",
-                        shown(url),
-                        describe(&e)
-                    )))
-                }
-            }
-        }
+    async fn get(&self, up: &Hostname, url: &str, limit: u64) -> Result<Vec<u8>, CallError> {
+        self.read(up, url, Call::Api, limit).await
     }
 
-    async fn download(&self, url: &str, limit: u64, to: &Path) -> Result<u64, CallError> {
+    async fn get_file(&self, up: &Hostname, url: &str, limit: u64) -> Result<Vec<u8>, CallError> {
+        self.read(up, url, Call::File, limit).await
+    }
+
+    async fn download(
+        &self,
+        up: &Hostname,
+        url: &str,
+        limit: u64,
+        to: &Path,
+    ) -> Result<u64, CallError> {
         let failed = |why: String| CallError::Failed(format!("{}: {why}", shown(url)));
-        let mut response = Self::start(&self.downloads, url, limit).await?;
-        let mut file = tokio::fs::File::create(to)
-            .await
-            .map_err(|e| failed(format!("cannot create the spool file: {e}")))?;
-        let mut size = 0u64;
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    size += chunk.len() as u64;
-                    if size > limit {
-                        return Err(failed(format!("the package is larger than {limit} bytes")));
+        let idle = self.settings.idle_timeout;
+        let whole = async {
+            let mut response = tokio::time::timeout(idle, self.open(up, url, Call::File, limit))
+                .await
+                .map_err(|_| failed("timed out".into()))??;
+            let mut file = tokio::fs::File::create(to)
+                .await
+                .map_err(|e| failed(format!("cannot create the spool file: {e}")))?;
+            let mut size = 0u64;
+            loop {
+                let chunk = tokio::time::timeout(idle, response.chunk())
+                    .await
+                    .map_err(|_| failed("timed out".into()))?;
+                match chunk {
+                    Ok(Some(chunk)) => {
+                        size += chunk.len() as u64;
+                        if size > limit {
+                            return Err(failed(format!(
+                                "the package is larger than {limit} bytes"
+                            )));
+                        }
+                        file.write_all(&chunk)
+                            .await
+                            .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
                     }
-                    file.write_all(&chunk)
-                        .await
-                        .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
+                    Ok(None) => break,
+                    Err(e) => return Err(transport(up, url, &e)),
                 }
-                Ok(None) => break,
-                Err(e) => return Err(failed(describe(&e))),
             }
+            file.flush()
+                .await
+                .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
+            Ok(size)
+        };
+        match tokio::time::timeout(self.settings.download_timeout, whole).await {
+            Ok(result) => result,
+            Err(_) => Err(failed("timed out".into())),
         }
-        file.flush()
-            .await
-            .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
-        Ok(size)
     }
 }
 

@@ -45,6 +45,13 @@ pub enum Fault {
     Redirect(String),
     /// Answer invalid JSON for `providers.v1` version lists (`.../versions`).
     Malformed,
+    /// Answer service discovery with `providers.v1` at this origin (`https://host:port`)
+    /// instead of the proxy's own.
+    Discovery(String),
+    /// Point one field (`download_url`, `shasums_url`, `shasums_signature_url`) of every
+    /// `providers.v1` download answer at the same path on this origin (`https://host:port`)
+    /// instead of the proxy's own.
+    PointAt(String, String),
     /// Make every URL of every `providers.v1` download answer unique (`&answer=N` appended),
     /// as a registry handing out signed URLs does: each platform's answer names the same
     /// SHA256SUMS at a different URL.
@@ -215,6 +222,18 @@ async fn forward(State((shared, client)): State<ProxyState>, method: Method, uri
         .push(format!("{method} {path_and_query}"));
     let fault = shared.fault.lock().unwrap().clone();
     let path = uri.path();
+    if let Fault::Discovery(origin) = &fault {
+        if path == "/.well-known/terraform.json" {
+            let body = serde_json::json!({
+                "providers.v1": format!("{}/v1/providers/", origin.trim_end_matches('/'))
+            });
+            return (
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response();
+        }
+    }
     if path.starts_with("/v1/") {
         match &fault {
             Fault::Huge => return huge(),
@@ -302,6 +321,16 @@ fn tamper(
                     let joint = if url.contains('?') { '&' } else { '?' };
                     answer[field] = format!("{url}{joint}answer={n}").into();
                 }
+            }
+            serde_json::to_vec(&answer).unwrap()
+        }
+        Fault::PointAt(field, elsewhere) if json && path.contains("/download/") => {
+            let Ok(mut answer) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                return body;
+            };
+            if let Some(url) = answer[field.as_str()].as_str() {
+                answer[field.as_str()] =
+                    url.replace(origin, elsewhere.trim_end_matches('/')).into();
             }
             serde_json::to_vec(&answer).unwrap()
         }

@@ -33,7 +33,7 @@ pub(super) async fn providers_base(
 ) -> Result<String, UpstreamError> {
     let url = client.discovery_url(&up.host);
     let body = client
-        .get(&url, MAX_JSON_BYTES)
+        .get(&up.host, &url, MAX_JSON_BYTES)
         .await
         .map_err(|e| UpstreamError::unreachable(up, e))?;
     protocol::providers_base(&url, &body).map_err(|e| UpstreamError::unreachable(up, e))
@@ -47,7 +47,7 @@ pub(super) async fn version_list(
     let base = providers_base(client, up).await?;
     let url = format!("{base}{}/versions", up.provider);
     let body = client
-        .get(&url, MAX_JSON_BYTES)
+        .get(&up.host, &url, MAX_JSON_BYTES)
         .await
         .map_err(|e| match e {
             CallError::NotFound(_) => UpstreamError::NotFound(format!(
@@ -90,7 +90,7 @@ pub(super) async fn release(
         );
         async move {
             let body = client
-                .get(&url, MAX_JSON_BYTES)
+                .get(&up.host, &url, MAX_JSON_BYTES)
                 .await
                 .map_err(|e| UpstreamError::unreachable(up, e))?;
             let answer = protocol::download(&url, &body)
@@ -194,7 +194,7 @@ async fn fetch_same(
     let mut bytes: Option<Vec<u8>> = None;
     for (_, url) in distinct {
         let got = client
-            .get(url, limit)
+            .get_file(&up.host, url, limit)
             .await
             .map_err(|e| UpstreamError::unreachable(up, e))?;
         match &bytes {
@@ -250,7 +250,7 @@ pub(super) async fn package(
     spool: &Path,
 ) -> Result<(), UpstreamError> {
     client
-        .download(&package.download_url, max_bytes, spool)
+        .download(&up.host, &package.download_url, max_bytes, spool)
         .await
         .map_err(|e| UpstreamError::unreachable(up, e))?;
     let path = spool.to_owned();

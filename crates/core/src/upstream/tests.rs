@@ -117,13 +117,23 @@ impl UpstreamClient for FakeUpstream {
         format!("https://{host}/.well-known/terraform.json")
     }
 
-    async fn get(&self, url: &str, _limit: u64) -> Result<Vec<u8>, CallError> {
+    async fn get(&self, _up: &Hostname, url: &str, _limit: u64) -> Result<Vec<u8>, CallError> {
         // A call takes a moment, as over a network: concurrent askers overlap.
         tokio::time::sleep(Duration::from_millis(2)).await;
         self.answer(url)
     }
 
-    async fn download(&self, url: &str, _limit: u64, to: &Path) -> Result<u64, CallError> {
+    async fn get_file(&self, up: &Hostname, url: &str, limit: u64) -> Result<Vec<u8>, CallError> {
+        self.get(up, url, limit).await
+    }
+
+    async fn download(
+        &self,
+        _up: &Hostname,
+        url: &str,
+        _limit: u64,
+        to: &Path,
+    ) -> Result<u64, CallError> {
         // Slow enough for concurrent askers to pile up behind the first.
         tokio::time::sleep(Duration::from_millis(20)).await;
         let body = self.answer(url)?;
