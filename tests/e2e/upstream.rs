@@ -241,8 +241,19 @@ impl Cache {
 
     /// GETs a path of the registry; returns the status, the body and how long it took.
     fn timed_get(&self, path: &str) -> (u16, String, Duration) {
+        self.get_within(path, Duration::from_secs(30))
+    }
+
+    /// [`Cache::timed_get`], waiting up to `patience` for the answer.
+    fn get_within(&self, path: &str, patience: Duration) -> (u16, String, Duration) {
         let started = Instant::now();
-        let client = client_trusting(&self.server.cert);
+        let pem = std::fs::read(&self.server.cert).unwrap();
+        let client = reqwest::blocking::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(patience)
+            .build()
+            .unwrap();
         match client.get(format!("{}{path}", self.server.url)).send() {
             Ok(response) => {
                 let status = response.status().as_u16();
@@ -1041,4 +1052,117 @@ fn the_upstreams_answers_never_point_the_registry_at_another_address_unless_allo
         allowed.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
     assert_generic_refusal("providers.v1 at an allowed address", status, &body, &other);
     assert!(other.seen().is_empty(), "{:?}", other.seen());
+}
+
+#[test]
+fn a_package_that_stalls_or_trickles_is_abandoned_within_seconds() {
+    // Given a registry caching the stand-in,
+    let upstream = Upstream::start();
+    let cache = Cache::start(&upstream, &[ACME], &[]);
+    let [own, _] = Upstream::platforms();
+    for (fault, version) in [(Fault::StallZip, "1.0.0"), (Fault::TrickleZip, "1.1.0")] {
+        // when the upstream's packages stall after their first KiB, or trickle a byte every
+        // five seconds,
+        upstream.set(fault.clone());
+        let (status, body, _) = cache.timed_get(&format!(
+            "/v1/mirror/registry.upstream.test/acme/widget/{version}.json"
+        ));
+        assert_eq!(
+            status, 200,
+            "{fault:?}: the release itself verifies: {body}"
+        );
+        let package = cache.package_path(&body, &own);
+
+        // then asking for one fails with a 502 within seconds: the registry abandons a
+        // package when fewer than 64 KiB arrive in 15 s (before, a stall took 60 s and a
+        // trickle had no answer after 60 s). Bounds are generous: this is no speed test.
+        let (status, body, took) = cache.get_within(&package, Duration::from_secs(90));
+        assert_eq!(
+            status, 502,
+            "{fault:?}: GET {package} after {took:?}: {body}"
+        );
+        assert!(
+            took < Duration::from_secs(40),
+            "{fault:?}: the 502 came after {took:?}: {body}"
+        );
+        assert!(
+            cache.files_under("mirror").is_empty(),
+            "{fault:?}: a partial package was stored"
+        );
+    }
+}
+
+/// The second stand-in's hostname, for the tests that need two upstream hosts.
+const OTHER_HOST: &str = "other.upstream.test";
+
+#[test]
+fn a_slow_upstream_host_does_not_starve_another_hosts_releases() {
+    // Given a registry caching two upstream hosts with the default four fetch slots,
+    let slow = Upstream::start();
+    let other = Upstream::start();
+    let certs = TempDir::new().unwrap();
+    let bundle = certs.path().join("both.pem");
+    let mut pem = std::fs::read(slow.cert()).unwrap();
+    pem.extend(std::fs::read(other.cert()).unwrap());
+    std::fs::write(&bundle, pem).unwrap();
+    let data = TempDir::new().unwrap();
+    let args = [
+        "--upstream".to_owned(),
+        ACME.to_owned(),
+        "--upstream".to_owned(),
+        format!("{OTHER_HOST}/acme/*"),
+        "--upstream-host".to_owned(),
+        format!("{UPSTREAM_HOST}={}", slow.url()),
+        "--upstream-host".to_owned(),
+        format!("{OTHER_HOST}={}", other.url()),
+        "--upstream-ca".to_owned(),
+        bundle.display().to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(data.path(), &args);
+    let cache = Cache { server, data };
+    let [own, _] = Upstream::platforms();
+
+    // when one host serves its packages slowly (16 KiB/s: never abandoned) and two of its
+    // releases are asked for, whose packages the registry then fetches in the background,
+    slow.set(Fault::SlowZip);
+    for version in ["1.0.0", "1.1.0"] {
+        let (status, body, _) = cache.timed_get(&format!(
+            "/v1/mirror/{UPSTREAM_HOST}/acme/widget/{version}.json"
+        ));
+        assert_eq!(status, 200, "the slow host's {version}: {body}");
+    }
+    let busy = tfreg_e2e::wait_until(Duration::from_secs(20), || {
+        slow.proxy().seen_containing(".zip").len() >= 2
+    });
+    assert!(
+        busy,
+        "the slow host's packages were not fetched: {:?}",
+        slow.proxy().seen()
+    );
+
+    // then the slow host's metadata is still served (it never waits behind downloads),
+    let (status, body, _) = cache.timed_get(&format!(
+        "/v1/mirror/{UPSTREAM_HOST}/acme/gadget/2.0.0.json"
+    ));
+    assert_eq!(
+        status, 200,
+        "the slow host's gadget, while its downloads run: {body}"
+    );
+    // and the other host's release and package are served, from slots the slow host's
+    // downloads may not take (before, they waited for them and got a 503 after 20 s).
+    let (status, body, _) =
+        cache.timed_get(&format!("/v1/mirror/{OTHER_HOST}/acme/widget/1.1.0.json"));
+    assert_eq!(status, 200, "the other host's release: {body}");
+    let package = cache.package_path(&body, &own);
+    let (status, body, took) = cache.timed_get(&package);
+    assert_eq!(
+        status, 200,
+        "the other host's package after {took:?}: {body}"
+    );
+    assert!(
+        !other.proxy().seen_containing(".zip").is_empty(),
+        "the other host's package did not come from it: {:?}",
+        other.proxy().seen()
+    );
 }

@@ -23,6 +23,14 @@ pub use reach::Reach;
 
 /// Most redirects followed by one call.
 const MAX_REDIRECTS: usize = 5;
+/// A package is abandoned when fewer than [`WINDOW_BYTES`] arrive in this long.
+pub const STALL_WINDOW: Duration = Duration::from_secs(15);
+/// See [`STALL_WINDOW`].
+pub const WINDOW_BYTES: u64 = 64 * 1024;
+/// A package download takes at most [`DOWNLOAD_BASE`] plus its size at this rate.
+pub const DOWNLOAD_RATE: u64 = 256 * 1024;
+/// See [`DOWNLOAD_RATE`].
+pub const DOWNLOAD_BASE: Duration = Duration::from_secs(60);
 
 /// How the client reaches upstream registries.
 #[derive(Debug, Clone)]
@@ -33,10 +41,17 @@ pub struct ClientSettings {
     pub extra_ca: Option<Vec<u8>>,
     /// Each metadata call, whole.
     pub timeout: Duration,
-    /// A package download, whole.
-    pub download_timeout: Duration,
-    /// The longest a download may go without a byte.
-    pub idle_timeout: Duration,
+    /// A package must bring at least [`ClientSettings::window_bytes`] in every stretch of
+    /// this long (its answer's headers too), else it is abandoned: a stalled or trickling
+    /// download fails within it.
+    pub stall_window: Duration,
+    /// See [`ClientSettings::stall_window`].
+    pub window_bytes: u64,
+    /// A package download, whole, takes at most [`ClientSettings::download_base`] plus its
+    /// size at this many bytes a second (its `Content-Length`, else the size limit).
+    pub download_rate: u64,
+    /// See [`ClientSettings::download_rate`].
+    pub download_base: Duration,
     /// Where hops away from an upstream's own origin may connect besides public addresses.
     pub reach: Reach,
 }
@@ -47,8 +62,10 @@ impl Default for ClientSettings {
             hosts: BTreeMap::new(),
             extra_ca: None,
             timeout: Duration::from_secs(10),
-            download_timeout: Duration::from_secs(30 * 60),
-            idle_timeout: Duration::from_secs(30),
+            stall_window: STALL_WINDOW,
+            window_bytes: WINDOW_BYTES,
+            download_rate: DOWNLOAD_RATE,
+            download_base: DOWNLOAD_BASE,
             reach: Reach::default(),
         }
     }
@@ -303,44 +320,66 @@ impl UpstreamClient for HttpUpstream {
         to: &Path,
     ) -> Result<u64, CallError> {
         let failed = |why: String| CallError::Failed(format!("{}: {why}", shown(url)));
-        let idle = self.settings.idle_timeout;
-        let whole = async {
-            let mut response = tokio::time::timeout(idle, self.open(up, url, Call::File, limit))
-                .await
-                .map_err(|_| failed("timed out".into()))??;
-            let mut file = tokio::fs::File::create(to)
-                .await
-                .map_err(|e| failed(format!("cannot create the spool file: {e}")))?;
-            let mut size = 0u64;
-            loop {
-                let chunk = tokio::time::timeout(idle, response.chunk())
-                    .await
-                    .map_err(|_| failed("timed out".into()))?;
-                match chunk {
-                    Ok(Some(chunk)) => {
-                        size += chunk.len() as u64;
-                        if size > limit {
-                            return Err(failed(format!(
-                                "the package is larger than {limit} bytes"
-                            )));
-                        }
-                        file.write_all(&chunk)
-                            .await
-                            .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
-                    }
-                    Ok(None) => break,
-                    Err(e) => return Err(transport(up, url, &e)),
-                }
-            }
-            file.flush()
-                .await
-                .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
-            Ok(size)
+        let settings = &self.settings;
+        let too_slow = || {
+            failed(format!(
+                "abandoned: less than {} KiB arrived in {} s",
+                settings.window_bytes / 1024,
+                settings.stall_window.as_secs()
+            ))
         };
-        match tokio::time::timeout(self.settings.download_timeout, whole).await {
-            Ok(result) => result,
-            Err(_) => Err(failed("timed out".into())),
+        let started = tokio::time::Instant::now();
+        // Every stretch of `stall_window` must bring `window_bytes`: the answer's headers
+        // count as the first stretch's wait.
+        let mut window_end = started + settings.stall_window;
+        let mut in_window = 0u64;
+        let mut response =
+            tokio::time::timeout_at(window_end, self.open(up, url, Call::File, limit))
+                .await
+                .map_err(|_| too_slow())??;
+        let size = response.content_length().unwrap_or(limit).min(limit);
+        let deadline = started
+            + settings.download_base
+            + Duration::from_secs(size / settings.download_rate.max(1));
+        let mut file = tokio::fs::File::create(to)
+            .await
+            .map_err(|e| failed(format!("cannot create the spool file: {e}")))?;
+        let mut got = 0u64;
+        loop {
+            let chunk =
+                match tokio::time::timeout_at(window_end.min(deadline), response.chunk()).await {
+                    Ok(chunk) => chunk,
+                    Err(_) if tokio::time::Instant::now() >= deadline => {
+                        return Err(failed(format!(
+                            "abandoned: not whole after {} s",
+                            (deadline - started).as_secs()
+                        )))
+                    }
+                    Err(_) => return Err(too_slow()),
+                };
+            match chunk {
+                Ok(Some(chunk)) => {
+                    got += chunk.len() as u64;
+                    if got > limit {
+                        return Err(failed(format!("the package is larger than {limit} bytes")));
+                    }
+                    file.write_all(&chunk)
+                        .await
+                        .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
+                    in_window += chunk.len() as u64;
+                    if in_window >= settings.window_bytes {
+                        in_window = 0;
+                        window_end = tokio::time::Instant::now() + settings.stall_window;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Err(transport(up, url, &e)),
+            }
         }
+        file.flush()
+            .await
+            .map_err(|e| failed(format!("cannot write the spool file: {e}")))?;
+        Ok(got)
     }
 }
 

@@ -45,6 +45,15 @@ pub enum Fault {
     Redirect(String),
     /// Answer invalid JSON for `providers.v1` version lists (`.../versions`).
     Malformed,
+    /// Answer every `.zip` download with a 200 and its first KiB, then nothing for ten
+    /// minutes: a package that stalls.
+    StallZip,
+    /// Answer every `.zip` download with a 200 and a byte every five seconds: a package
+    /// that trickles.
+    TrickleZip,
+    /// Answer every `.zip` download with a 200 and 16 KiB a second for ten minutes: a slow
+    /// host, fast enough never to be abandoned, whose downloads hold their slots.
+    SlowZip,
     /// Answer service discovery with `providers.v1` at this origin (`https://host:port`)
     /// instead of the proxy's own.
     Discovery(String),
@@ -222,6 +231,14 @@ async fn forward(State((shared, client)): State<ProxyState>, method: Method, uri
         .push(format!("{method} {path_and_query}"));
     let fault = shared.fault.lock().unwrap().clone();
     let path = uri.path();
+    if path.ends_with(".zip") {
+        match &fault {
+            Fault::StallZip => return drip(1024, Duration::from_secs(600), 2),
+            Fault::TrickleZip => return drip(1, Duration::from_secs(5), 120),
+            Fault::SlowZip => return drip(16 * 1024, Duration::from_secs(1), 600),
+            _ => {}
+        }
+    }
     if let Fault::Discovery(origin) = &fault {
         if path == "/.well-known/terraform.json" {
             let body = serde_json::json!({
@@ -388,6 +405,28 @@ fn huge() -> Response {
     });
     (
         [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// A 200 whose body is `times` chunks of `size` zero bytes, `every` apart.
+fn drip(size: usize, every: Duration, times: u32) -> Response {
+    let chunk = Bytes::from(vec![0u8; size]);
+    let stream = futures_util::stream::unfold(0u32, move |sent| {
+        let chunk = chunk.clone();
+        async move {
+            if sent >= times {
+                return None;
+            }
+            if sent > 0 {
+                tokio::time::sleep(every).await;
+            }
+            Some((Ok::<_, std::io::Error>(chunk), sent + 1))
+        }
+    });
+    (
+        [(header::CONTENT_TYPE, "application/zip")],
         Body::from_stream(stream),
     )
         .into_response()

@@ -1,18 +1,19 @@
 //! The cache itself: per provider, one version list refreshed after a bounded time (and at
 //! once for a version it does not hold); per release and per package, one fetch at a time
-//! whoever asks (later askers wait for it and share its result); all fetches together under
-//! one bound. What is verified is written to the store and served from it from then on.
+//! whoever asks (later askers wait for it and share its result); fetches under bounds with a
+//! share per upstream host ([`pool`]), releases and packages apart. What is verified is
+//! written to the store and served from it from then on.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
 mod packages;
+mod pool;
 mod slots;
 
+use pool::{Pool, Slot};
 use slots::Slots;
 
 use super::clients::{ClientShares, Share};
@@ -41,6 +42,12 @@ struct ListSlot {
     /// The upstream said it has no such provider: answered again without asking until the
     /// next refresh, so asking for made-up names costs the upstream nothing.
     missing: Option<String>,
+}
+
+/// One package's fetches: the last failure, shared with whoever waited for it.
+#[derive(Default)]
+struct PackageSlot {
+    failed: Option<(Instant, UpstreamError)>,
 }
 
 #[derive(Default)]
@@ -101,8 +108,11 @@ pub struct UpstreamCache {
     writer: Arc<dyn ArtifactWriter>,
     lists: Slots<UpstreamProvider, ListSlot>,
     releases: Slots<(UpstreamProvider, Version), ReleaseSlot>,
-    packages: Slots<String, ()>,
-    fetches: Arc<Semaphore>,
+    packages: Slots<String, PackageSlot>,
+    /// Release fetches (metadata: download answers, SHA256SUMS, its signature).
+    metadata: Pool,
+    /// Package downloads.
+    downloads: Pool,
     spool: Option<PathBuf>,
     /// When each background fetch was last asked for.
     asked: Mutex<HashMap<String, Instant>>,
@@ -120,7 +130,8 @@ impl UpstreamCache {
         writer: Arc<dyn ArtifactWriter>,
         spool: Option<PathBuf>,
     ) -> Arc<Self> {
-        let fetches = Arc::new(Semaphore::new(settings.max_fetches.max(1)));
+        let metadata = Pool::new(settings.max_fetches);
+        let downloads = Pool::new(settings.max_fetches);
         Arc::new(Self {
             settings,
             client,
@@ -129,7 +140,8 @@ impl UpstreamCache {
             lists: Slots::new(),
             releases: Slots::new(),
             packages: Slots::new(),
-            fetches,
+            metadata,
+            downloads,
             spool,
             asked: Mutex::new(HashMap::new()),
             clients: Arc::default(),
@@ -154,8 +166,9 @@ impl UpstreamCache {
 
     async fn permit(
         &self,
+        pool: &Pool,
         up: &UpstreamProvider,
-    ) -> Result<(OwnedSemaphorePermit, Option<Share>), UpstreamError> {
+    ) -> Result<(Slot, Option<Share>), UpstreamError> {
         let share = self
             .clients
             .take(self.settings.max_fetches_per_client)
@@ -164,12 +177,14 @@ impl UpstreamCache {
                     "this client already has {active} upstream fetches in progress; {up} waits: try again shortly"
                 ))
             })?;
-        let acquire = Arc::clone(&self.fetches).acquire_owned();
-        match tokio::time::timeout(self.settings.queue_wait, acquire).await {
-            Ok(Ok(permit)) => Ok((permit, share)),
-            _ => Err(UpstreamError::Busy(format!(
-                "the registry is fetching {} other upstream files at once; {up} waits: try again shortly",
-                self.settings.max_fetches
+        match pool.acquire(&up.host, self.settings.queue_wait).await {
+            Some(slot) => Ok((slot, share)),
+            None => Err(UpstreamError::Busy(format!(
+                "the registry is fetching as many upstream files as it may at once ({} from {}, \
+                 {} in all); {up} waits: try again shortly",
+                pool.per_host(),
+                up.host,
+                pool.size()
             ))),
         }
     }
@@ -335,7 +350,7 @@ impl UpstreamCache {
                 up.host, up.provider
             )));
         };
-        let _permit = self.permit(up).await?;
+        let _permit = self.permit(&self.metadata, up).await?;
         let fetched = fetch::release(self.client.as_ref(), up, version, &entry.platforms);
         match self.within_deadline(up, fetched).await {
             Ok(record) => {
