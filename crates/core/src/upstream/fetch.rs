@@ -213,7 +213,8 @@ async fn fetch_same(
 }
 
 /// Checks SHA256SUMS's signature against the release's keys as Terraform does: the first key
-/// that made it must verify it; a signature by none of them is refused. Returns the key ID.
+/// that made it must verify it; a signature by none of them is refused. Returns the
+/// fingerprint of the key that verified it (not the key ID the upstream claims for it).
 pub fn verify_signature(
     answer: &Download,
     sums: &[u8],
@@ -222,7 +223,7 @@ pub fn verify_signature(
 ) -> Result<String, String> {
     for key in &answer.signing_keys.gpg_public_keys {
         match gpg::check_detached(&key.ascii_armor, signature, sums, now) {
-            Ok(_) => return Ok(key.key_id.clone()),
+            Ok(_) => return gpg::fingerprint(&key.ascii_armor),
             Err(NotVerified::NotByThisKey) => continue,
             Err(NotVerified::Refused(reason)) => return Err(reason),
         }

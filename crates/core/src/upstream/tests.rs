@@ -418,3 +418,23 @@ async fn a_provider_the_upstream_does_not_have_is_not_asked_again_until_the_refr
         "nothing is stored for it"
     );
 }
+
+#[tokio::test]
+async fn the_record_names_the_key_that_verified_not_the_id_the_upstream_claims() {
+    // Given an upstream that lists its release key under a made-up key ID ("K"),
+    let (up, store) = fresh("release");
+    let cache = cache(&up, &store, Duration::from_secs(300));
+
+    // when the release is verified and kept,
+    let record = cache.release(&widget(), &v("1.0.0")).await.unwrap();
+
+    // then its record names the fingerprint of the key that verified it (as gpg prints it
+    // for the fixture), in memory and in the store.
+    const RELEASE_KEY: &str = "2935BD1C58C49A242C4789D36ED38C978424D2D4";
+    assert_eq!(record.signed_by, RELEASE_KEY);
+    let stored: ReleaseRecord = record::read(store.as_ref(), &widget().release_key(&v("1.0.0")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.signed_by, RELEASE_KEY);
+}
