@@ -438,3 +438,28 @@ async fn the_record_names_the_key_that_verified_not_the_id_the_upstream_claims()
         .unwrap();
     assert_eq!(stored.signed_by, RELEASE_KEY);
 }
+
+#[tokio::test]
+async fn a_refused_release_stays_reported_when_the_list_is_refreshed() {
+    // Given a release refused for its signature,
+    let (up, store) = fresh("other");
+    let cache = cache(&up, &store, Duration::from_secs(300));
+    assert!(cache.release(&widget(), &v("1.0.0")).await.is_err());
+    let refused = |report: &super::report::UpstreamReport| {
+        report
+            .refused
+            .iter()
+            .map(|r| r.version.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(refused(&cache.report(&widget()).await), ["1.0.0"]);
+
+    // when the version list is refreshed (the upstream has published 1.1.0 meanwhile),
+    up.set_versions(&["1.0.0", "1.1.0"]);
+    let listing = cache.versions(&widget(), Freshness::Force).await.unwrap();
+    assert!(listing.list.versions.contains_key(&v("1.1.0")));
+
+    // then the refusal is still reported, from memory and from the stored list.
+    assert!(listing.list.refused.contains_key(&v("1.0.0")));
+    assert_eq!(refused(&cache.report(&widget()).await), ["1.0.0"]);
+}

@@ -258,6 +258,9 @@ impl UpstreamCache {
                             }
                         }
                         fresh.cached = old.cached.clone();
+                        // A refusal stays reported (its record is still stored) until the
+                        // release verifies.
+                        fresh.refused = old.refused.clone();
                     }
                     self.write(&up.list_key(), encode(&fresh)).await;
                     s.list = Some(fresh);
