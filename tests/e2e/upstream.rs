@@ -1030,7 +1030,12 @@ fn the_upstreams_answers_never_point_the_registry_at_another_address_unless_allo
     let allowed = Cache::start(
         &upstream,
         &[ACME],
-        &["--upstream-allow-address", "127.0.0.1/32"],
+        &[
+            "--upstream-allow-address",
+            "127.0.0.1/32",
+            "--upstream-refresh",
+            "1s",
+        ],
     );
     // then a package at the other port installs from there,
     upstream.set(Fault::PointAt("download_url".into(), other.url.clone()));
@@ -1045,8 +1050,10 @@ fn the_upstreams_answers_never_point_the_registry_at_another_address_unless_allo
         "the allowed address was not used: {:?}",
         other.seen()
     );
-    // while API calls still go only to the configured upstream.
+    // while API calls still go only to the configured upstream (once the discovery it
+    // read is a refresh time old).
     other.clear_seen();
+    std::thread::sleep(Duration::from_millis(1100));
     upstream.set(Fault::Discovery(other.url.clone()));
     let (status, body, _) =
         allowed.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
@@ -1164,5 +1171,46 @@ fn a_slow_upstream_host_does_not_starve_another_hosts_releases() {
         !other.proxy().seen_containing(".zip").is_empty(),
         "the other host's package did not come from it: {:?}",
         other.proxy().seen()
+    );
+}
+
+#[test]
+fn index_requests_and_made_up_names_cost_the_upstream_one_call_each() {
+    // Given a registry caching the stand-in's acme/*,
+    let upstream = Upstream::start();
+    let cache = Cache::start(&upstream, &[ACME], &[]);
+    upstream.proxy().clear_seen();
+
+    // when acme/widget's index.json is asked three times,
+    let widget = "/v1/mirror/registry.upstream.test/acme/widget/index.json";
+    for _ in 0..3 {
+        let (status, body, _) = cache.timed_get(widget);
+        assert_eq!(status, 200, "{body}");
+    }
+    // then the upstream's version list was asked each time (a new release is listed at
+    // once) but its service discovery once: one upstream call per request, not two;
+    let seen = upstream.proxy().seen();
+    let discovery = upstream
+        .proxy()
+        .seen_containing("/.well-known/terraform.json");
+    assert_eq!(discovery.len(), 1, "discovery read per request: {seen:?}");
+    let lists = upstream.proxy().seen_containing("/acme/widget/versions");
+    assert_eq!(lists.len(), 3, "{seen:?}");
+
+    // when a provider the upstream does not have is asked three times,
+    let made_up = "/v1/mirror/registry.upstream.test/acme/nosuchthing/index.json";
+    for _ in 0..3 {
+        cache.mirror_error(made_up, 404);
+    }
+    // then the upstream was asked about it once,
+    let asked = upstream.proxy().seen_containing("nosuchthing");
+    assert_eq!(asked.len(), 1, "{:?}", upstream.proxy().seen());
+    // and the /upstream page lists the provider that exists, not the made-up one.
+    let (status, page, _) = cache.timed_get("/upstream");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("acme/widget"), "{page}");
+    assert!(
+        !page.contains("nosuchthing"),
+        "the made-up name fills the page:\n{page}"
     );
 }

@@ -39,12 +39,12 @@ pub(super) async fn providers_base(
     protocol::providers_base(&url, &body).map_err(|e| UpstreamError::unreachable(up, e))
 }
 
-/// The upstream's current version list.
+/// The upstream's current version list, from its `providers.v1` service at `base`.
 pub(super) async fn version_list(
     client: &dyn UpstreamClient,
     up: &UpstreamProvider,
+    base: &str,
 ) -> Result<VersionList, UpstreamError> {
-    let base = providers_base(client, up).await?;
     let url = format!("{base}{}/versions", up.provider);
     let body = client
         .get(&up.host, &url, MAX_JSON_BYTES)
@@ -70,6 +70,7 @@ pub(super) async fn version_list(
 pub(super) async fn release(
     client: &dyn UpstreamClient,
     up: &UpstreamProvider,
+    base: &str,
     version: &Version,
     platforms: &[Platform],
 ) -> Result<ReleaseRecord, UpstreamError> {
@@ -80,7 +81,6 @@ pub(super) async fn release(
             "the upstream lists no platforms for it",
         ));
     }
-    let base = providers_base(client, up).await?;
     // Each platform's answer is asked at once: a release of many platforms costs the time
     // of one call, not of all of them.
     let asked = platforms.iter().map(|platform| {
@@ -162,7 +162,7 @@ pub(super) async fn release(
     }
     Ok(ReleaseRecord {
         fetched_at: unix_now(),
-        source: base,
+        source: base.to_owned(),
         protocols: first.protocols.clone(),
         sums: String::from_utf8_lossy(&sums).into_owned(),
         signature: base64::engine::general_purpose::STANDARD.encode(&signature),

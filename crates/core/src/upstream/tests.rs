@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +28,9 @@ struct FakeUpstream {
     answers: Mutex<BTreeMap<String, Vec<u8>>>,
     calls: Mutex<BTreeMap<String, usize>>,
     down: AtomicBool,
+    /// Calls in progress now, and the most at once so far.
+    inflight: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 impl FakeUpstream {
@@ -119,7 +122,10 @@ impl UpstreamClient for FakeUpstream {
 
     async fn get(&self, _up: &Hostname, url: &str, _limit: u64) -> Result<Vec<u8>, CallError> {
         // A call takes a moment, as over a network: concurrent askers overlap.
+        let now = self.inflight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(2)).await;
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
         self.answer(url)
     }
 
@@ -339,7 +345,7 @@ async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs
     let calls = up.calls("/versions");
     assert_eq!(calls, 2, "a burst of 10 shares one call");
     up.set_versions(&["1.0.0", "1.2.0"]);
-    let before = up.calls("/.well-known/terraform.json");
+    let before = up.calls("/versions");
     let listing = cache
         .versions(&widget(), Freshness::Revalidate)
         .await
@@ -358,7 +364,7 @@ async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs
         assert!(listing.stale.is_some());
     }
     // One more call for the release, one for the failure, then none while it is down.
-    assert_eq!(up.calls("/.well-known/terraform.json"), before + 2);
+    assert_eq!(up.calls("/versions"), before + 2);
 }
 
 #[tokio::test]
@@ -462,4 +468,54 @@ async fn a_refused_release_stays_reported_when_the_list_is_refreshed() {
     // then the refusal is still reported, from memory and from the stored list.
     assert!(listing.list.refused.contains_key(&v("1.0.0")));
     assert_eq!(refused(&cache.report(&widget()).await), ["1.0.0"]);
+}
+
+#[tokio::test]
+async fn made_up_names_cost_the_upstream_one_call_each_and_refreshes_per_host_are_bounded() {
+    // Given a cache of up.test/acme/* with the default four fetches,
+    let (up, store) = fresh("release");
+    let cache = cache(&up, &store, Duration::from_secs(300));
+    let made_up = |n: usize| UpstreamProvider {
+        host: Hostname::parse("up.test").unwrap(),
+        provider: ProviderAddress::parse("acme", &format!("madeup{n}")).unwrap(),
+    };
+
+    // when twenty made-up providers' lists are asked for at once, as index.json asks,
+    let asks = (0..20).map(|n| {
+        let cache = Arc::clone(&cache);
+        async move { cache.versions(&made_up(n), Freshness::Revalidate).await }
+    });
+    let answers = futures_util::future::join_all(asks).await;
+
+    // then each is not found, the upstream's discovery was read once, and at most eight
+    // calls (the host's share of list refreshes) were in flight at once;
+    for answer in &answers {
+        assert!(
+            matches!(answer, Err(UpstreamError::NotFound(_))),
+            "{:?}",
+            answer.as_ref().err()
+        );
+    }
+    assert_eq!(up.calls(".well-known"), 1, "discovery read more than once");
+    let peak = up.peak.load(Ordering::SeqCst);
+    assert!(
+        peak <= 8,
+        "{peak} upstream calls at once from one host's refreshes"
+    );
+
+    // asked again, they are answered from memory until the next refresh,
+    let before = up.calls("/versions");
+    for n in 0..20 {
+        let again = cache.versions(&made_up(n), Freshness::Revalidate).await;
+        assert!(matches!(again, Err(UpstreamError::NotFound(_))));
+    }
+    assert_eq!(up.calls("/versions"), before, "made-up names asked again");
+    // and none of them is reported on the pages, while a provider that exists is.
+    assert!(cache.known().is_empty(), "{:?}", cache.known());
+    cache
+        .versions(&widget(), Freshness::Revalidate)
+        .await
+        .unwrap();
+    assert_eq!(cache.known(), [widget()]);
+    assert_eq!(up.calls(".well-known"), 1, "discovery read again");
 }

@@ -109,6 +109,14 @@ pub struct UpstreamCache {
     lists: Slots<UpstreamProvider, ListSlot>,
     releases: Slots<(UpstreamProvider, Version), ReleaseSlot>,
     packages: Slots<String, PackageSlot>,
+    /// Each upstream host's `providers.v1` base, and when it was read: reused for the
+    /// refresh time, so a request costs the upstream one call, not two.
+    discovery: Slots<Hostname, Option<(Instant, String)>>,
+    /// Version-list refreshes: a bound per upstream host.
+    refreshes: Pool,
+    /// The providers whose list the upstream has answered (or the store held): what the
+    /// pages report beside the allow-list's exact names. Made-up names never get here.
+    listed: Mutex<std::collections::BTreeSet<UpstreamProvider>>,
     /// Release fetches (metadata: download answers, SHA256SUMS, its signature).
     metadata: Pool,
     /// Package downloads.
@@ -132,6 +140,8 @@ impl UpstreamCache {
     ) -> Arc<Self> {
         let metadata = Pool::new(settings.max_fetches);
         let downloads = Pool::new(settings.max_fetches);
+        // One host may refresh as many lists at once as there are fetches in all.
+        let refreshes = Pool::new(settings.max_fetches.saturating_mul(2));
         Arc::new(Self {
             settings,
             client,
@@ -140,6 +150,9 @@ impl UpstreamCache {
             lists: Slots::new(),
             releases: Slots::new(),
             packages: Slots::new(),
+            discovery: Slots::new(),
+            refreshes,
+            listed: Mutex::default(),
             metadata,
             downloads,
             spool,
@@ -211,6 +224,21 @@ impl UpstreamCache {
         }
     }
 
+    /// `up`'s `providers.v1` base: read from its service discovery at most once per refresh
+    /// time (one read at a time per host; a failure is not kept).
+    async fn providers_base(&self, up: &UpstreamProvider) -> Result<String, UpstreamError> {
+        let slot = self.discovery.get(&up.host);
+        let mut s = slot.lock().await;
+        if let Some((at, base)) = &*s {
+            if at.elapsed() < self.settings.refresh {
+                return Ok(base.clone());
+            }
+        }
+        let base = fetch::providers_base(self.client.as_ref(), up).await?;
+        *s = Some((Instant::now(), base.clone()));
+        Ok(base)
+    }
+
     /// The provider's versions: the last good list, asked again as `freshness` says. An
     /// upstream failure leaves the last good list served, marked stale (and the upstream is
     /// not asked again for 30 seconds, unless forced); with no list at all, the failure is
@@ -232,6 +260,18 @@ impl UpstreamCache {
                 .map(|f| f.reason.clone());
             s.loaded = true;
         }
+        // A provider the upstream said it does not have is answered from memory until the
+        // next refresh: made-up names cost the upstream one call each per refresh time.
+        if let (None, Some(missing), Some(t), false) = (
+            &s.list,
+            &s.missing,
+            s.checked,
+            freshness == Freshness::Force,
+        ) {
+            if t.elapsed() < self.settings.refresh {
+                return Err(UpstreamError::NotFound(missing.clone()));
+            }
+        }
         let due = match (freshness, s.failure.is_some(), s.checked) {
             (_, _, None) => true,
             (_, true, Some(t)) => t.elapsed() >= RETRY_FAILED.min(self.settings.refresh),
@@ -240,9 +280,29 @@ impl UpstreamCache {
             (Freshness::Revalidate, false, Some(t)) => t < arrived,
             (_, false, Some(t)) => t.elapsed() >= self.settings.refresh,
         };
-        if due || freshness == Freshness::Force {
+        let refresh = if due || freshness == Freshness::Force {
+            let slot = self
+                .refreshes
+                .acquire(&up.host, self.settings.queue_wait)
+                .await;
+            if slot.is_none() && s.list.is_none() {
+                return Err(UpstreamError::Busy(format!(
+                    "the registry is refreshing as many lists from {} as it may at once; {up} \
+                     waits: try again shortly",
+                    up.host
+                )));
+            }
+            // Too many refreshes at this host: the list held is served as it is.
+            slot
+        } else {
+            None
+        };
+        if let Some(_refreshing) = refresh {
             let fetched = self
-                .within_deadline(up, fetch::version_list(self.client.as_ref(), up))
+                .within_deadline(up, async {
+                    let base = self.providers_base(up).await?;
+                    fetch::version_list(self.client.as_ref(), up, &base).await
+                })
                 .await;
             // When the answer came: whoever waited meanwhile shares it.
             s.checked = Some(Instant::now());
@@ -288,6 +348,12 @@ impl UpstreamCache {
         }
         if let (None, Some(missing)) = (&s.list, &s.missing) {
             return Err(UpstreamError::NotFound(missing.clone()));
+        }
+        if s.list.is_some() {
+            self.listed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(up.clone());
         }
         match &s.list {
             Some(list) => Ok(Listing {
@@ -354,7 +420,10 @@ impl UpstreamCache {
             )));
         };
         let _permit = self.permit(&self.metadata, up).await?;
-        let fetched = fetch::release(self.client.as_ref(), up, version, &entry.platforms);
+        let fetched = async {
+            let base = self.providers_base(up).await?;
+            fetch::release(self.client.as_ref(), up, &base, version, &entry.platforms).await
+        };
         match self.within_deadline(up, fetched).await {
             Ok(record) => {
                 self.write(&up.release_key(version), encode(&record)).await;
@@ -399,7 +468,13 @@ impl UpstreamCache {
     pub fn known(&self) -> Vec<UpstreamProvider> {
         let mut known: std::collections::BTreeSet<UpstreamProvider> =
             self.settings.rules.exact().collect();
-        known.extend(self.lists.keys());
+        known.extend(
+            self.listed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .cloned(),
+        );
         known.into_iter().collect()
     }
 }
