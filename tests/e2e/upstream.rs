@@ -952,6 +952,10 @@ fn another_port(upstream: &Upstream) -> TamperingProxy {
 /// Asserts a 502 that tells nothing of what the other port is or did.
 fn assert_generic_refusal(what: &str, status: u16, body: &str, other: &TamperingProxy) {
     assert_eq!(status, 502, "{what}: {body}");
+    assert!(
+        body.contains("not one the registry fetches from") || body.contains("providers.v1"),
+        "{what}: the 502 does not say it was refused: {body}"
+    );
     let port = other.url.rsplit(':').next().unwrap();
     let lower = body.to_lowercase();
     for detail in [
@@ -1013,6 +1017,21 @@ fn the_upstreams_answers_never_point_the_registry_at_another_address_unless_allo
     let package = cache.package_path(&body, &own);
     let (status, body, _) = cache.timed_get(&package);
     assert_generic_refusal("a package at another port", status, &body, &other);
+    // when a package's download redirects to the other port (gadget's list asked again
+    // past the registry's wait after its failures), then the redirect is not followed.
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream.set(Fault::RedirectZip(other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/2.0.0.json");
+    assert_eq!(status, 200, "the release itself verifies: {body}");
+    let package = cache.package_path(&body, &own);
+    let (status, body, _) = cache.timed_get(&package);
+    assert_generic_refusal(
+        "a package redirected to another port",
+        status,
+        &body,
+        &other,
+    );
     assert!(
         other.seen().is_empty(),
         "the registry connected to the other port: {:?}",

@@ -54,6 +54,9 @@ pub enum Fault {
     /// Answer every `.zip` download with a 200 and 16 KiB a second for ten minutes: a slow
     /// host, fast enough never to be abandoned, whose downloads hold their slots.
     SlowZip,
+    /// Answer every `.zip` download with `302 Found` to the same path and query on this
+    /// origin (`https://host:port`).
+    RedirectZip(String),
     /// Answer service discovery with `providers.v1` at this origin (`https://host:port`)
     /// instead of the proxy's own.
     Discovery(String),
@@ -236,6 +239,10 @@ async fn forward(State((shared, client)): State<ProxyState>, method: Method, uri
             Fault::StallZip => return drip(1024, Duration::from_secs(600), 2),
             Fault::TrickleZip => return drip(1, Duration::from_secs(5), 120),
             Fault::SlowZip => return drip(16 * 1024, Duration::from_secs(1), 600),
+            Fault::RedirectZip(origin) => {
+                let location = format!("{}{path_and_query}", origin.trim_end_matches('/'));
+                return (StatusCode::FOUND, [(header::LOCATION, location)]).into_response();
+            }
             _ => {}
         }
     }
