@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tfreg_e2e::{
     client_trusting, mirror_config, requires_provider, sha256_hex, tfreg_run, tfreg_status, Fault,
-    Gpg, Server, TempDir, Terraform, Upstream, UPSTREAM_HOST,
+    Gpg, Server, TamperingProxy, TempDir, Terraform, Upstream, UPSTREAM_HOST,
 };
 
 /// JSON of a GET through `client`, asserting a 200.
@@ -241,8 +241,19 @@ impl Cache {
 
     /// GETs a path of the registry; returns the status, the body and how long it took.
     fn timed_get(&self, path: &str) -> (u16, String, Duration) {
+        self.get_within(path, Duration::from_secs(30))
+    }
+
+    /// [`Cache::timed_get`], waiting up to `patience` for the answer.
+    fn get_within(&self, path: &str, patience: Duration) -> (u16, String, Duration) {
         let started = Instant::now();
-        let client = client_trusting(&self.server.cert);
+        let pem = std::fs::read(&self.server.cert).unwrap();
+        let client = reqwest::blocking::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(patience)
+            .build()
+            .unwrap();
         match client.get(format!("{}{path}", self.server.url)).send() {
             Ok(response) => {
                 let status = response.status().as_u16();
@@ -256,6 +267,32 @@ impl Cache {
                 started.elapsed()
             ),
         }
+    }
+
+    /// The path on this registry of the `platform` package its `<version>.json` (`body`)
+    /// offers (fetch mode wait).
+    fn package_path(&self, body: &str, platform: &str) -> String {
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        let url = json["archives"][platform]["url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no archive for {platform}: {body}"))
+            .to_owned();
+        // Absolute, or relative to the version's JSON as Terraform resolves it.
+        let url = if url.starts_with("https://") {
+            url
+        } else if url.starts_with('/') {
+            format!("{}{url}", self.server.url)
+        } else {
+            format!(
+                "{}/v1/mirror/{UPSTREAM_HOST}/acme/widget/{url}",
+                self.server.url
+            )
+        };
+        url.strip_prefix(&self.server.url)
+            .unwrap_or_else(|| {
+                panic!("the package is not offered at the registry (fetch mode wait): {url}")
+            })
+            .to_owned()
     }
 
     /// GETs a mirror path expecting a JSON error with `status`; returns the error text.
@@ -648,26 +685,8 @@ fn a_zip_that_does_not_match_sha256sums_is_refused_and_never_cached() {
     let version_path = "/v1/mirror/registry.upstream.test/acme/widget/1.1.0.json";
     let (status, body, _) = cache.timed_get(version_path);
     assert_eq!(status, 200, "the release itself verifies: {body}");
-    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let url = json["archives"][&own]["url"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no archive for {own}: {body}"))
-        .to_owned();
-    // Absolute, or relative to the version's JSON as Terraform resolves it.
-    let url = if url.starts_with("https://") {
-        url
-    } else if url.starts_with('/') {
-        format!("{}{url}", cache.server.url)
-    } else {
-        format!(
-            "{}/v1/mirror/{UPSTREAM_HOST}/acme/widget/{url}",
-            cache.server.url
-        )
-    };
-    let path = url.strip_prefix(&cache.server.url).unwrap_or_else(|| {
-        panic!("the package is not offered at the registry (fetch mode wait): {url}")
-    });
-    let error = cache.mirror_error(path, 502);
+    let path = cache.package_path(&body, &own);
+    let error = cache.mirror_error(&path, 502);
     assert!(
         error.contains("SHA256SUMS"),
         "the error does not say the zip does not match SHA256SUMS: {error}"
@@ -915,4 +934,302 @@ fn upstream_providers_take_the_registrys_tokens_and_their_namespace_scopes() {
     let (status, body) = get(Some(&acme));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("1.1.0"), "{body}");
+}
+
+/// A second door to the stand-in, on another port of 127.0.0.1: what an upstream's answer
+/// could point the registry at on its own network. It answers as the stand-in does (so a
+/// registry that followed the answer would succeed) and records what reached it.
+fn another_port(upstream: &Upstream) -> TamperingProxy {
+    let tls = upstream.data().join(".tfreg/tls");
+    TamperingProxy::start(
+        &upstream.server().url,
+        &upstream.cert(),
+        &tls.join("cert.pem"),
+        &tls.join("key.pem"),
+    )
+}
+
+/// Asserts a 502 that tells nothing of what the other port is or did.
+fn assert_generic_refusal(what: &str, status: u16, body: &str, other: &TamperingProxy) {
+    assert_eq!(status, 502, "{what}: {body}");
+    assert!(
+        body.contains("not one the registry fetches from") || body.contains("providers.v1"),
+        "{what}: the 502 does not say it was refused: {body}"
+    );
+    let port = other.url.rsplit(':').next().unwrap();
+    let lower = body.to_lowercase();
+    for detail in [
+        port,
+        "connect",
+        "certificate",
+        "tls",
+        "os error",
+        "answered",
+    ] {
+        assert!(
+            !lower.contains(detail),
+            "{what}: the 502 tells {detail:?} of the other address: {body}"
+        );
+    }
+}
+
+#[test]
+fn the_upstreams_answers_never_point_the_registry_at_another_address_unless_allowed() {
+    // Given a registry caching the stand-in, and the same stand-in answering on another port
+    // of the same host,
+    let upstream = Upstream::start();
+    let other = another_port(&upstream);
+    let cache = Cache::start(&upstream, &[ACME], &["--upstream-refresh", "1s"]);
+    let [own, _] = Upstream::platforms();
+
+    // when service discovery points providers.v1 at the other port, then the version list
+    // is not asked there: a 502 that says nothing of the other port;
+    upstream.set(Fault::Discovery(other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
+    assert_generic_refusal("providers.v1 at another port", status, &body, &other);
+    assert!(
+        body.contains("providers.v1"),
+        "the 502 does not say why: {body}"
+    );
+
+    // when an API answer redirects to the other port (asked again past the registry's wait
+    // after a failure), then the redirect is not followed;
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream.set(Fault::Redirect(other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
+    assert_generic_refusal("an API redirect to another port", status, &body, &other);
+
+    // when the download answers name SHA256SUMS at the other port, then the release is not
+    // verified from there;
+    upstream.set(Fault::PointAt("shasums_url".into(), other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/widget/1.0.0.json");
+    assert_generic_refusal("SHA256SUMS at another port", status, &body, &other);
+
+    // when they name the package at the other port, then the package is not fetched there
+    // (nor in the background).
+    upstream.set(Fault::PointAt("download_url".into(), other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/widget/1.1.0.json");
+    assert_eq!(status, 200, "the release itself verifies: {body}");
+    let package = cache.package_path(&body, &own);
+    let (status, body, _) = cache.timed_get(&package);
+    assert_generic_refusal("a package at another port", status, &body, &other);
+    // when a package's download redirects to the other port (gadget's list asked again
+    // past the registry's wait after its failures), then the redirect is not followed.
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream.set(Fault::RedirectZip(other.url.clone()));
+    let (status, body, _) =
+        cache.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/2.0.0.json");
+    assert_eq!(status, 200, "the release itself verifies: {body}");
+    let package = cache.package_path(&body, &own);
+    let (status, body, _) = cache.timed_get(&package);
+    assert_generic_refusal(
+        "a package redirected to another port",
+        status,
+        &body,
+        &other,
+    );
+    assert!(
+        other.seen().is_empty(),
+        "the registry connected to the other port: {:?}",
+        other.seen()
+    );
+    // The refusals are the same words on the status page.
+    let page = cache.timed_get("/upstream").1;
+    assert!(
+        !page.contains(other.url.rsplit(':').next().unwrap()),
+        "the /upstream page names the other port:\n{page}"
+    );
+
+    // Given a registry whose operator allows 127.0.0.1 (the company's download host),
+    upstream.set(Fault::None);
+    let allowed = Cache::start(
+        &upstream,
+        &[ACME],
+        &[
+            "--upstream-allow-address",
+            "127.0.0.1/32",
+            "--upstream-refresh",
+            "1s",
+        ],
+    );
+    // then a package at the other port installs from there,
+    upstream.set(Fault::PointAt("download_url".into(), other.url.clone()));
+    let tf = allowed.terraform("widget", "= 1.1.0");
+    let output = init(&tf, "a package at an allowed address");
+    assert!(
+        output.contains(&format!("Installed {WIDGET} v1.1.0")),
+        "{output}"
+    );
+    assert!(
+        !other.seen_containing(".zip").is_empty(),
+        "the allowed address was not used: {:?}",
+        other.seen()
+    );
+    // while API calls still go only to the configured upstream (once the discovery it
+    // read is a refresh time old).
+    other.clear_seen();
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream.set(Fault::Discovery(other.url.clone()));
+    let (status, body, _) =
+        allowed.timed_get("/v1/mirror/registry.upstream.test/acme/gadget/index.json");
+    assert_generic_refusal("providers.v1 at an allowed address", status, &body, &other);
+    assert!(other.seen().is_empty(), "{:?}", other.seen());
+}
+
+#[test]
+fn a_package_that_stalls_or_trickles_is_abandoned_within_seconds() {
+    // Given a registry caching the stand-in,
+    let upstream = Upstream::start();
+    let cache = Cache::start(&upstream, &[ACME], &[]);
+    let [own, _] = Upstream::platforms();
+    for (fault, version) in [(Fault::StallZip, "1.0.0"), (Fault::TrickleZip, "1.1.0")] {
+        // when the upstream's packages stall after their first KiB, or trickle a byte every
+        // five seconds,
+        upstream.set(fault.clone());
+        let (status, body, _) = cache.timed_get(&format!(
+            "/v1/mirror/registry.upstream.test/acme/widget/{version}.json"
+        ));
+        assert_eq!(
+            status, 200,
+            "{fault:?}: the release itself verifies: {body}"
+        );
+        let package = cache.package_path(&body, &own);
+
+        // then asking for one fails with a 502 within seconds: the registry abandons a
+        // package when fewer than 64 KiB arrive in 15 s (before, a stall took 60 s and a
+        // trickle had no answer after 60 s). Bounds are generous: this is no speed test.
+        let (status, body, took) = cache.get_within(&package, Duration::from_secs(90));
+        assert_eq!(
+            status, 502,
+            "{fault:?}: GET {package} after {took:?}: {body}"
+        );
+        assert!(
+            took < Duration::from_secs(40),
+            "{fault:?}: the 502 came after {took:?}: {body}"
+        );
+        assert!(
+            cache.files_under("mirror").is_empty(),
+            "{fault:?}: a partial package was stored"
+        );
+    }
+}
+
+/// The second stand-in's hostname, for the tests that need two upstream hosts.
+const OTHER_HOST: &str = "other.upstream.test";
+
+#[test]
+fn a_slow_upstream_host_does_not_starve_another_hosts_releases() {
+    // Given a registry caching two upstream hosts with the default four fetch slots,
+    let slow = Upstream::start();
+    let other = Upstream::start();
+    let certs = TempDir::new().unwrap();
+    let bundle = certs.path().join("both.pem");
+    let mut pem = std::fs::read(slow.cert()).unwrap();
+    pem.extend(std::fs::read(other.cert()).unwrap());
+    std::fs::write(&bundle, pem).unwrap();
+    let data = TempDir::new().unwrap();
+    let args = [
+        "--upstream".to_owned(),
+        ACME.to_owned(),
+        "--upstream".to_owned(),
+        format!("{OTHER_HOST}/acme/*"),
+        "--upstream-host".to_owned(),
+        format!("{UPSTREAM_HOST}={}", slow.url()),
+        "--upstream-host".to_owned(),
+        format!("{OTHER_HOST}={}", other.url()),
+        "--upstream-ca".to_owned(),
+        bundle.display().to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(data.path(), &args);
+    let cache = Cache { server, data };
+    let [own, _] = Upstream::platforms();
+
+    // when one host serves its packages slowly (16 KiB/s: never abandoned) and two of its
+    // releases are asked for, whose packages the registry then fetches in the background,
+    slow.set(Fault::SlowZip);
+    for version in ["1.0.0", "1.1.0"] {
+        let (status, body, _) = cache.timed_get(&format!(
+            "/v1/mirror/{UPSTREAM_HOST}/acme/widget/{version}.json"
+        ));
+        assert_eq!(status, 200, "the slow host's {version}: {body}");
+    }
+    let busy = tfreg_e2e::wait_until(Duration::from_secs(20), || {
+        slow.proxy().seen_containing(".zip").len() >= 2
+    });
+    assert!(
+        busy,
+        "the slow host's packages were not fetched: {:?}",
+        slow.proxy().seen()
+    );
+
+    // then the slow host's metadata is still served (it never waits behind downloads),
+    let (status, body, _) = cache.timed_get(&format!(
+        "/v1/mirror/{UPSTREAM_HOST}/acme/gadget/2.0.0.json"
+    ));
+    assert_eq!(
+        status, 200,
+        "the slow host's gadget, while its downloads run: {body}"
+    );
+    // and the other host's release and package are served, from slots the slow host's
+    // downloads may not take (before, they waited for them and got a 503 after 20 s).
+    let (status, body, _) =
+        cache.timed_get(&format!("/v1/mirror/{OTHER_HOST}/acme/widget/1.1.0.json"));
+    assert_eq!(status, 200, "the other host's release: {body}");
+    let package = cache.package_path(&body, &own);
+    let (status, body, took) = cache.timed_get(&package);
+    assert_eq!(
+        status, 200,
+        "the other host's package after {took:?}: {body}"
+    );
+    assert!(
+        !other.proxy().seen_containing(".zip").is_empty(),
+        "the other host's package did not come from it: {:?}",
+        other.proxy().seen()
+    );
+}
+
+#[test]
+fn index_requests_and_made_up_names_cost_the_upstream_one_call_each() {
+    // Given a registry caching the stand-in's acme/*,
+    let upstream = Upstream::start();
+    let cache = Cache::start(&upstream, &[ACME], &[]);
+    upstream.proxy().clear_seen();
+
+    // when acme/widget's index.json is asked three times,
+    let widget = "/v1/mirror/registry.upstream.test/acme/widget/index.json";
+    for _ in 0..3 {
+        let (status, body, _) = cache.timed_get(widget);
+        assert_eq!(status, 200, "{body}");
+    }
+    // then the upstream's version list was asked each time (a new release is listed at
+    // once) but its service discovery once: one upstream call per request, not two;
+    let seen = upstream.proxy().seen();
+    let discovery = upstream
+        .proxy()
+        .seen_containing("/.well-known/terraform.json");
+    assert_eq!(discovery.len(), 1, "discovery read per request: {seen:?}");
+    let lists = upstream.proxy().seen_containing("/acme/widget/versions");
+    assert_eq!(lists.len(), 3, "{seen:?}");
+
+    // when a provider the upstream does not have is asked three times,
+    let made_up = "/v1/mirror/registry.upstream.test/acme/nosuchthing/index.json";
+    for _ in 0..3 {
+        cache.mirror_error(made_up, 404);
+    }
+    // then the upstream was asked about it once,
+    let asked = upstream.proxy().seen_containing("nosuchthing");
+    assert_eq!(asked.len(), 1, "{:?}", upstream.proxy().seen());
+    // and the /upstream page lists the provider that exists, not the made-up one.
+    let (status, page, _) = cache.timed_get("/upstream");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("acme/widget"), "{page}");
+    assert!(
+        !page.contains("nosuchthing"),
+        "the made-up name fills the page:\n{page}"
+    );
 }

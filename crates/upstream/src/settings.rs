@@ -16,7 +16,7 @@ pub const DEFAULT_PLATFORMS: [&str; 5] = [
     "windows_amd64",
 ];
 
-use crate::{parse_host, ClientSettings, HttpUpstream};
+use crate::{parse_host, ClientSettings, HttpUpstream, Reach};
 
 /// A setting that cannot work: which flag, and why. [`SettingError::env`] names its
 /// environment variable, read from the flag's own definition.
@@ -72,6 +72,17 @@ pub struct ClientArgs {
     /// How long each upstream metadata call may take.
     #[arg(long = "upstream-timeout", env = "TFREG_UPSTREAM_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+
+    /// Private networks (CIDR or address, repeatable) the registry may fetch release files
+    /// and packages from when an upstream's answers point there (a company registry serving
+    /// downloads from another internal host). Without it, only the upstream's own origin
+    /// and public addresses are reached.
+    #[arg(
+        long = "upstream-allow-address",
+        env = "TFREG_UPSTREAM_ALLOW_ADDRESSES",
+        value_delimiter = ','
+    )]
+    pub allow_addresses: Vec<String>,
 }
 
 impl ClientArgs {
@@ -98,9 +109,12 @@ impl ClientArgs {
                 "must be between 1s and 25s",
             ));
         }
+        let reach = Reach::parse(&self.allow_addresses)
+            .map_err(|e| SettingError::new("upstream-allow-address", e))?;
         HttpUpstream::new(ClientSettings {
             hosts,
             extra_ca,
+            reach,
             timeout: self.timeout,
             ..ClientSettings::default()
         })
@@ -257,5 +271,13 @@ mod tests {
         .unwrap();
         std::fs::remove_file(&ca).unwrap();
         assert_eq!(e.env(), "TFREG_UPSTREAM_CA", "{e}");
+        let e = ClientArgs {
+            allow_addresses: vec!["10.0.0.0/8".into(), "intranet".into()],
+            ..UpstreamArgs::default().client
+        }
+        .client()
+        .err()
+        .unwrap();
+        assert_eq!(e.env(), "TFREG_UPSTREAM_ALLOW_ADDRESSES", "{e}");
     }
 }

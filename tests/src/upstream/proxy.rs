@@ -45,6 +45,25 @@ pub enum Fault {
     Redirect(String),
     /// Answer invalid JSON for `providers.v1` version lists (`.../versions`).
     Malformed,
+    /// Answer every `.zip` download with a 200 and its first KiB, then nothing for ten
+    /// minutes: a package that stalls.
+    StallZip,
+    /// Answer every `.zip` download with a 200 and a byte every five seconds: a package
+    /// that trickles.
+    TrickleZip,
+    /// Answer every `.zip` download with a 200 and 16 KiB a second for ten minutes: a slow
+    /// host, fast enough never to be abandoned, whose downloads hold their slots.
+    SlowZip,
+    /// Answer every `.zip` download with `302 Found` to the same path and query on this
+    /// origin (`https://host:port`).
+    RedirectZip(String),
+    /// Answer service discovery with `providers.v1` at this origin (`https://host:port`)
+    /// instead of the proxy's own.
+    Discovery(String),
+    /// Point one field (`download_url`, `shasums_url`, `shasums_signature_url`) of every
+    /// `providers.v1` download answer at the same path on this origin (`https://host:port`)
+    /// instead of the proxy's own.
+    PointAt(String, String),
     /// Make every URL of every `providers.v1` download answer unique (`&answer=N` appended),
     /// as a registry handing out signed URLs does: each platform's answer names the same
     /// SHA256SUMS at a different URL.
@@ -215,6 +234,30 @@ async fn forward(State((shared, client)): State<ProxyState>, method: Method, uri
         .push(format!("{method} {path_and_query}"));
     let fault = shared.fault.lock().unwrap().clone();
     let path = uri.path();
+    if path.ends_with(".zip") {
+        match &fault {
+            Fault::StallZip => return drip(1024, Duration::from_secs(600), 2),
+            Fault::TrickleZip => return drip(1, Duration::from_secs(5), 120),
+            Fault::SlowZip => return drip(16 * 1024, Duration::from_secs(1), 600),
+            Fault::RedirectZip(origin) => {
+                let location = format!("{}{path_and_query}", origin.trim_end_matches('/'));
+                return (StatusCode::FOUND, [(header::LOCATION, location)]).into_response();
+            }
+            _ => {}
+        }
+    }
+    if let Fault::Discovery(origin) = &fault {
+        if path == "/.well-known/terraform.json" {
+            let body = serde_json::json!({
+                "providers.v1": format!("{}/v1/providers/", origin.trim_end_matches('/'))
+            });
+            return (
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response();
+        }
+    }
     if path.starts_with("/v1/") {
         match &fault {
             Fault::Huge => return huge(),
@@ -305,6 +348,16 @@ fn tamper(
             }
             serde_json::to_vec(&answer).unwrap()
         }
+        Fault::PointAt(field, elsewhere) if json && path.contains("/download/") => {
+            let Ok(mut answer) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                return body;
+            };
+            if let Some(url) = answer[field.as_str()].as_str() {
+                answer[field.as_str()] =
+                    url.replace(origin, elsewhere.trim_end_matches('/')).into();
+            }
+            serde_json::to_vec(&answer).unwrap()
+        }
         Fault::CorruptZip if status == 200 && path.ends_with(".zip") && !body.is_empty() => {
             let middle = body.len() / 2;
             for byte in body.iter_mut().skip(middle).take(8) {
@@ -359,6 +412,28 @@ fn huge() -> Response {
     });
     (
         [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// A 200 whose body is `times` chunks of `size` zero bytes, `every` apart.
+fn drip(size: usize, every: Duration, times: u32) -> Response {
+    let chunk = Bytes::from(vec![0u8; size]);
+    let stream = futures_util::stream::unfold(0u32, move |sent| {
+        let chunk = chunk.clone();
+        async move {
+            if sent >= times {
+                return None;
+            }
+            if sent > 0 {
+                tokio::time::sleep(every).await;
+            }
+            Some((Ok::<_, std::io::Error>(chunk), sent + 1))
+        }
+    });
+    (
+        [(header::CONTENT_TYPE, "application/zip")],
         Body::from_stream(stream),
     )
         .into_response()

@@ -87,6 +87,13 @@ fn parse_armored(armor: &str) -> Result<SignedPublicKey, String> {
     Ok(key)
 }
 
+/// The primary key's fingerprint, uppercase hex, of an ASCII-armored public key: what
+/// identifies the key that verified a signature (a key ID is only what someone claims).
+pub fn fingerprint(armor: &str) -> Result<String, String> {
+    let key = parse_armored(armor)?;
+    Ok(hex::encode_upper(key.fingerprint().as_bytes()))
+}
+
 /// Why Terraform cannot read a key with no self-signed user ID.
 const NO_IDENTITY: &str = "the key has no user ID signed by the key itself, so Terraform cannot read it: publish the key as gpg --armor --export KEYID writes it";
 

@@ -19,19 +19,31 @@ pub enum CallError {
     Failed(String),
 }
 
-/// HTTP GETs to upstream registries and their download hosts.
+/// HTTP GETs to upstream registries and their download hosts, each on behalf of one
+/// configured upstream registry (`up`): the adapter decides from it where a call may connect.
 #[async_trait]
 pub trait UpstreamClient: Send + Sync {
     /// Where `host`'s service discovery document is (`https://HOST/.well-known/terraform.json`
-    /// unless configured otherwise).
+    /// unless configured otherwise). Its origin (scheme, host, port) is the upstream's own.
     fn discovery_url(&self, host: &Hostname) -> String;
 
-    /// A small answer (JSON, SHA256SUMS, a signature): a 200 of at most `limit` bytes, within
-    /// the call timeout. Redirects are followed only within the same host.
-    async fn get(&self, url: &str, limit: u64) -> Result<Vec<u8>, CallError>;
+    /// An API answer (discovery, a version list, a download answer): a 200 of at most
+    /// `limit` bytes, within the call timeout. Only to `up`'s own origin, redirects included.
+    async fn get(&self, up: &Hostname, url: &str, limit: u64) -> Result<Vec<u8>, CallError>;
 
-    /// A package, written to `to`: a 200 of at most `limit` bytes, within the download
-    /// timeout. Returns its size. Redirects to other hosts are followed (release files often
-    /// live elsewhere); the bytes are checked against SHA256SUMS afterwards.
-    async fn download(&self, url: &str, limit: u64, to: &Path) -> Result<u64, CallError>;
+    /// A small release file (SHA256SUMS, its signature) that a download answer names: a 200
+    /// of at most `limit` bytes, within the call timeout. It may live on another host, but
+    /// never at an address the registry may not reach (the adapter checks every hop).
+    async fn get_file(&self, up: &Hostname, url: &str, limit: u64) -> Result<Vec<u8>, CallError>;
+
+    /// A package, written to `to`: a 200 of at most `limit` bytes, abandoned when it arrives
+    /// too slowly. Returns its size. Like [`UpstreamClient::get_file`], it may live on
+    /// another host; the bytes are checked against SHA256SUMS afterwards.
+    async fn download(
+        &self,
+        up: &Hostname,
+        url: &str,
+        limit: u64,
+        to: &Path,
+    ) -> Result<u64, CallError>;
 }

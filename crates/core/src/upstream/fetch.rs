@@ -33,21 +33,21 @@ pub(super) async fn providers_base(
 ) -> Result<String, UpstreamError> {
     let url = client.discovery_url(&up.host);
     let body = client
-        .get(&url, MAX_JSON_BYTES)
+        .get(&up.host, &url, MAX_JSON_BYTES)
         .await
         .map_err(|e| UpstreamError::unreachable(up, e))?;
     protocol::providers_base(&url, &body).map_err(|e| UpstreamError::unreachable(up, e))
 }
 
-/// The upstream's current version list.
+/// The upstream's current version list, from its `providers.v1` service at `base`.
 pub(super) async fn version_list(
     client: &dyn UpstreamClient,
     up: &UpstreamProvider,
+    base: &str,
 ) -> Result<VersionList, UpstreamError> {
-    let base = providers_base(client, up).await?;
     let url = format!("{base}{}/versions", up.provider);
     let body = client
-        .get(&url, MAX_JSON_BYTES)
+        .get(&up.host, &url, MAX_JSON_BYTES)
         .await
         .map_err(|e| match e {
             CallError::NotFound(_) => UpstreamError::NotFound(format!(
@@ -70,6 +70,7 @@ pub(super) async fn version_list(
 pub(super) async fn release(
     client: &dyn UpstreamClient,
     up: &UpstreamProvider,
+    base: &str,
     version: &Version,
     platforms: &[Platform],
 ) -> Result<ReleaseRecord, UpstreamError> {
@@ -80,7 +81,6 @@ pub(super) async fn release(
             "the upstream lists no platforms for it",
         ));
     }
-    let base = providers_base(client, up).await?;
     // Each platform's answer is asked at once: a release of many platforms costs the time
     // of one call, not of all of them.
     let asked = platforms.iter().map(|platform| {
@@ -90,7 +90,7 @@ pub(super) async fn release(
         );
         async move {
             let body = client
-                .get(&url, MAX_JSON_BYTES)
+                .get(&up.host, &url, MAX_JSON_BYTES)
                 .await
                 .map_err(|e| UpstreamError::unreachable(up, e))?;
             let answer = protocol::download(&url, &body)
@@ -162,7 +162,7 @@ pub(super) async fn release(
     }
     Ok(ReleaseRecord {
         fetched_at: unix_now(),
-        source: base,
+        source: base.to_owned(),
         protocols: first.protocols.clone(),
         sums: String::from_utf8_lossy(&sums).into_owned(),
         signature: base64::engine::general_purpose::STANDARD.encode(&signature),
@@ -194,7 +194,7 @@ async fn fetch_same(
     let mut bytes: Option<Vec<u8>> = None;
     for (_, url) in distinct {
         let got = client
-            .get(url, limit)
+            .get_file(&up.host, url, limit)
             .await
             .map_err(|e| UpstreamError::unreachable(up, e))?;
         match &bytes {
@@ -213,7 +213,8 @@ async fn fetch_same(
 }
 
 /// Checks SHA256SUMS's signature against the release's keys as Terraform does: the first key
-/// that made it must verify it; a signature by none of them is refused. Returns the key ID.
+/// that made it must verify it; a signature by none of them is refused. Returns the
+/// fingerprint of the key that verified it (not the key ID the upstream claims for it).
 pub fn verify_signature(
     answer: &Download,
     sums: &[u8],
@@ -222,7 +223,7 @@ pub fn verify_signature(
 ) -> Result<String, String> {
     for key in &answer.signing_keys.gpg_public_keys {
         match gpg::check_detached(&key.ascii_armor, signature, sums, now) {
-            Ok(_) => return Ok(key.key_id.clone()),
+            Ok(_) => return gpg::fingerprint(&key.ascii_armor),
             Err(NotVerified::NotByThisKey) => continue,
             Err(NotVerified::Refused(reason)) => return Err(reason),
         }
@@ -250,7 +251,7 @@ pub(super) async fn package(
     spool: &Path,
 ) -> Result<(), UpstreamError> {
     client
-        .download(&package.download_url, max_bytes, spool)
+        .download(&up.host, &package.download_url, max_bytes, spool)
         .await
         .map_err(|e| UpstreamError::unreachable(up, e))?;
     let path = spool.to_owned();

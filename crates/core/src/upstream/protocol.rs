@@ -46,6 +46,9 @@ struct PlatformEntry {
 }
 
 /// Reads the `providers.v1` service's base URL from a discovery document fetched from `url`.
+/// It must be at the discovery document's own origin (scheme, host and port): the
+/// registry's API calls go only where the operator configured the upstream, never where an
+/// answer points.
 pub fn providers_base(url: &str, body: &[u8]) -> Result<String, String> {
     let doc: BTreeMap<String, serde_json::Value> = serde_json::from_slice(body)
         .map_err(|e| format!("its service discovery document is not JSON ({e})"))?;
@@ -53,6 +56,13 @@ pub fn providers_base(url: &str, body: &[u8]) -> Result<String, String> {
         return Err("its service discovery document offers no providers.v1 service".into());
     };
     let mut resolved = resolve(url, base)?;
+    if !same_origin(url, &resolved) {
+        return Err(
+            "its service discovery document points providers.v1 away from the upstream's own \
+             origin: refused (the registry calls only the configured upstream)"
+                .into(),
+        );
+    }
     if !resolved.ends_with('/') {
         resolved.push('/');
     }
@@ -106,6 +116,14 @@ pub fn download(url: &str, body: &[u8]) -> Result<Download, String> {
     Ok(answer)
 }
 
+/// True when both URLs have the same origin: scheme, host and port.
+pub fn same_origin(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a), url::Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
+}
+
 /// `reference` resolved against `base`; only `https:` results are accepted.
 pub fn resolve(base: &str, reference: &str) -> Result<String, String> {
     let base = url::Url::parse(base).map_err(|e| format!("bad URL {base:?}: {e}"))?;
@@ -132,6 +150,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(base, "https://up.example/v1/providers/");
+        // providers.v1 at another port, host or scheme is refused.
+        for elsewhere in [
+            "https://up.example:8443/v1/providers/",
+            "https://127.0.0.1/v1/providers/",
+            "https://other.example/v1/providers/",
+            "//up.example:444/v1/",
+        ] {
+            let doc = format!(r#"{{"providers.v1":"{elsewhere}"}}"#);
+            let e = providers_base(
+                "https://up.example/.well-known/terraform.json",
+                doc.as_bytes(),
+            )
+            .unwrap_err();
+            assert!(e.contains("own origin"), "{elsewhere}: {e}");
+        }
+        let configured = providers_base(
+            "https://127.0.0.1:9443/.well-known/terraform.json",
+            br#"{"providers.v1":"https://127.0.0.1:9443/v1/providers/"}"#,
+        )
+        .unwrap();
+        assert_eq!(configured, "https://127.0.0.1:9443/v1/providers/");
         assert!(providers_base("https://up.example/x", b"{}").is_err());
         assert!(providers_base("https://up.example/x", b"nope").is_err());
         let e = resolve("https://up.example/a", "http://elsewhere/x").unwrap_err();

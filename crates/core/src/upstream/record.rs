@@ -135,7 +135,8 @@ pub struct ReleaseRecord {
     pub sums: String,
     /// Its detached signature, base64.
     pub signature: String,
-    /// The key ID that verified the signature.
+    /// The fingerprint of the key that verified the signature (uppercase hex; records made
+    /// before issue 45 hold the key ID the upstream claimed).
     pub signed_by: String,
     /// The signing keys the upstream gave for this release.
     pub keys: Vec<UpstreamKey>,

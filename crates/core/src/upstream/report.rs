@@ -38,7 +38,7 @@ pub struct CachedRelease {
     pub version: String,
     /// When it was fetched (Unix seconds).
     pub fetched_at: u64,
-    /// The key ID whose signature verified its SHA256SUMS.
+    /// The fingerprint of the key whose signature verified its SHA256SUMS.
     pub signed_by: String,
     /// The platforms whose packages are stored.
     pub stored: Vec<String>,

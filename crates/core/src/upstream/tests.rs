@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +28,9 @@ struct FakeUpstream {
     answers: Mutex<BTreeMap<String, Vec<u8>>>,
     calls: Mutex<BTreeMap<String, usize>>,
     down: AtomicBool,
+    /// Calls in progress now, and the most at once so far.
+    inflight: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 impl FakeUpstream {
@@ -117,13 +120,26 @@ impl UpstreamClient for FakeUpstream {
         format!("https://{host}/.well-known/terraform.json")
     }
 
-    async fn get(&self, url: &str, _limit: u64) -> Result<Vec<u8>, CallError> {
+    async fn get(&self, _up: &Hostname, url: &str, _limit: u64) -> Result<Vec<u8>, CallError> {
         // A call takes a moment, as over a network: concurrent askers overlap.
+        let now = self.inflight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(2)).await;
+        self.inflight.fetch_sub(1, Ordering::SeqCst);
         self.answer(url)
     }
 
-    async fn download(&self, url: &str, _limit: u64, to: &Path) -> Result<u64, CallError> {
+    async fn get_file(&self, up: &Hostname, url: &str, limit: u64) -> Result<Vec<u8>, CallError> {
+        self.get(up, url, limit).await
+    }
+
+    async fn download(
+        &self,
+        _up: &Hostname,
+        url: &str,
+        _limit: u64,
+        to: &Path,
+    ) -> Result<u64, CallError> {
         // Slow enough for concurrent askers to pile up behind the first.
         tokio::time::sleep(Duration::from_millis(20)).await;
         let body = self.answer(url)?;
@@ -329,7 +345,7 @@ async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs
     let calls = up.calls("/versions");
     assert_eq!(calls, 2, "a burst of 10 shares one call");
     up.set_versions(&["1.0.0", "1.2.0"]);
-    let before = up.calls("/.well-known/terraform.json");
+    let before = up.calls("/versions");
     let listing = cache
         .versions(&widget(), Freshness::Revalidate)
         .await
@@ -348,7 +364,7 @@ async fn the_mirror_index_lists_a_new_upstream_release_at_once_and_a_burst_costs
         assert!(listing.stale.is_some());
     }
     // One more call for the release, one for the failure, then none while it is down.
-    assert_eq!(up.calls("/.well-known/terraform.json"), before + 2);
+    assert_eq!(up.calls("/versions"), before + 2);
 }
 
 #[tokio::test]
@@ -407,4 +423,99 @@ async fn a_provider_the_upstream_does_not_have_is_not_asked_again_until_the_refr
         store.list().await.unwrap().is_empty(),
         "nothing is stored for it"
     );
+}
+
+#[tokio::test]
+async fn the_record_names_the_key_that_verified_not_the_id_the_upstream_claims() {
+    // Given an upstream that lists its release key under a made-up key ID ("K"),
+    let (up, store) = fresh("release");
+    let cache = cache(&up, &store, Duration::from_secs(300));
+
+    // when the release is verified and kept,
+    let record = cache.release(&widget(), &v("1.0.0")).await.unwrap();
+
+    // then its record names the fingerprint of the key that verified it (as gpg prints it
+    // for the fixture), in memory and in the store.
+    const RELEASE_KEY: &str = "2935BD1C58C49A242C4789D36ED38C978424D2D4";
+    assert_eq!(record.signed_by, RELEASE_KEY);
+    let stored: ReleaseRecord = record::read(store.as_ref(), &widget().release_key(&v("1.0.0")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.signed_by, RELEASE_KEY);
+}
+
+#[tokio::test]
+async fn a_refused_release_stays_reported_when_the_list_is_refreshed() {
+    // Given a release refused for its signature,
+    let (up, store) = fresh("other");
+    let cache = cache(&up, &store, Duration::from_secs(300));
+    assert!(cache.release(&widget(), &v("1.0.0")).await.is_err());
+    let refused = |report: &super::report::UpstreamReport| {
+        report
+            .refused
+            .iter()
+            .map(|r| r.version.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(refused(&cache.report(&widget()).await), ["1.0.0"]);
+
+    // when the version list is refreshed (the upstream has published 1.1.0 meanwhile),
+    up.set_versions(&["1.0.0", "1.1.0"]);
+    let listing = cache.versions(&widget(), Freshness::Force).await.unwrap();
+    assert!(listing.list.versions.contains_key(&v("1.1.0")));
+
+    // then the refusal is still reported, from memory and from the stored list.
+    assert!(listing.list.refused.contains_key(&v("1.0.0")));
+    assert_eq!(refused(&cache.report(&widget()).await), ["1.0.0"]);
+}
+
+#[tokio::test]
+async fn made_up_names_cost_the_upstream_one_call_each_and_refreshes_per_host_are_bounded() {
+    // Given a cache of up.test/acme/* with the default four fetches,
+    let (up, store) = fresh("release");
+    let cache = cache(&up, &store, Duration::from_secs(300));
+    let made_up = |n: usize| UpstreamProvider {
+        host: Hostname::parse("up.test").unwrap(),
+        provider: ProviderAddress::parse("acme", &format!("madeup{n}")).unwrap(),
+    };
+
+    // when twenty made-up providers' lists are asked for at once, as index.json asks,
+    let asks = (0..20).map(|n| {
+        let cache = Arc::clone(&cache);
+        async move { cache.versions(&made_up(n), Freshness::Revalidate).await }
+    });
+    let answers = futures_util::future::join_all(asks).await;
+
+    // then each is not found, the upstream's discovery was read once, and at most eight
+    // calls (the host's share of list refreshes) were in flight at once;
+    for answer in &answers {
+        assert!(
+            matches!(answer, Err(UpstreamError::NotFound(_))),
+            "{:?}",
+            answer.as_ref().err()
+        );
+    }
+    assert_eq!(up.calls(".well-known"), 1, "discovery read more than once");
+    let peak = up.peak.load(Ordering::SeqCst);
+    assert!(
+        peak <= 8,
+        "{peak} upstream calls at once from one host's refreshes"
+    );
+
+    // asked again, they are answered from memory until the next refresh,
+    let before = up.calls("/versions");
+    for n in 0..20 {
+        let again = cache.versions(&made_up(n), Freshness::Revalidate).await;
+        assert!(matches!(again, Err(UpstreamError::NotFound(_))));
+    }
+    assert_eq!(up.calls("/versions"), before, "made-up names asked again");
+    // and none of them is reported on the pages, while a provider that exists is.
+    assert!(cache.known().is_empty(), "{:?}", cache.known());
+    cache
+        .versions(&widget(), Freshness::Revalidate)
+        .await
+        .unwrap();
+    assert_eq!(cache.known(), [widget()]);
+    assert_eq!(up.calls(".well-known"), 1, "discovery read again");
 }

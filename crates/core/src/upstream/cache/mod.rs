@@ -1,18 +1,19 @@
 //! The cache itself: per provider, one version list refreshed after a bounded time (and at
 //! once for a version it does not hold); per release and per package, one fetch at a time
-//! whoever asks (later askers wait for it and share its result); all fetches together under
-//! one bound. What is verified is written to the store and served from it from then on.
+//! whoever asks (later askers wait for it and share its result); fetches under bounds with a
+//! share per upstream host ([`pool`]), releases and packages apart. What is verified is
+//! written to the store and served from it from then on.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
 mod packages;
+mod pool;
 mod slots;
 
+use pool::{Pool, Slot};
 use slots::Slots;
 
 use super::clients::{ClientShares, Share};
@@ -41,6 +42,12 @@ struct ListSlot {
     /// The upstream said it has no such provider: answered again without asking until the
     /// next refresh, so asking for made-up names costs the upstream nothing.
     missing: Option<String>,
+}
+
+/// One package's fetches: the last failure, shared with whoever waited for it.
+#[derive(Default)]
+struct PackageSlot {
+    failed: Option<(Instant, UpstreamError)>,
 }
 
 #[derive(Default)]
@@ -101,8 +108,19 @@ pub struct UpstreamCache {
     writer: Arc<dyn ArtifactWriter>,
     lists: Slots<UpstreamProvider, ListSlot>,
     releases: Slots<(UpstreamProvider, Version), ReleaseSlot>,
-    packages: Slots<String, ()>,
-    fetches: Arc<Semaphore>,
+    packages: Slots<String, PackageSlot>,
+    /// Each upstream host's `providers.v1` base, and when it was read: reused for the
+    /// refresh time, so a request costs the upstream one call, not two.
+    discovery: Slots<Hostname, Option<(Instant, String)>>,
+    /// Version-list refreshes: a bound per upstream host.
+    refreshes: Pool,
+    /// The providers whose list the upstream has answered (or the store held): what the
+    /// pages report beside the allow-list's exact names. Made-up names never get here.
+    listed: Mutex<std::collections::BTreeSet<UpstreamProvider>>,
+    /// Release fetches (metadata: download answers, SHA256SUMS, its signature).
+    metadata: Pool,
+    /// Package downloads.
+    downloads: Pool,
     spool: Option<PathBuf>,
     /// When each background fetch was last asked for.
     asked: Mutex<HashMap<String, Instant>>,
@@ -120,7 +138,10 @@ impl UpstreamCache {
         writer: Arc<dyn ArtifactWriter>,
         spool: Option<PathBuf>,
     ) -> Arc<Self> {
-        let fetches = Arc::new(Semaphore::new(settings.max_fetches.max(1)));
+        let metadata = Pool::new(settings.max_fetches);
+        let downloads = Pool::new(settings.max_fetches);
+        // One host may refresh as many lists at once as there are fetches in all.
+        let refreshes = Pool::new(settings.max_fetches.saturating_mul(2));
         Arc::new(Self {
             settings,
             client,
@@ -129,7 +150,11 @@ impl UpstreamCache {
             lists: Slots::new(),
             releases: Slots::new(),
             packages: Slots::new(),
-            fetches,
+            discovery: Slots::new(),
+            refreshes,
+            listed: Mutex::default(),
+            metadata,
+            downloads,
             spool,
             asked: Mutex::new(HashMap::new()),
             clients: Arc::default(),
@@ -154,8 +179,9 @@ impl UpstreamCache {
 
     async fn permit(
         &self,
+        pool: &Pool,
         up: &UpstreamProvider,
-    ) -> Result<(OwnedSemaphorePermit, Option<Share>), UpstreamError> {
+    ) -> Result<(Slot, Option<Share>), UpstreamError> {
         let share = self
             .clients
             .take(self.settings.max_fetches_per_client)
@@ -164,12 +190,14 @@ impl UpstreamCache {
                     "this client already has {active} upstream fetches in progress; {up} waits: try again shortly"
                 ))
             })?;
-        let acquire = Arc::clone(&self.fetches).acquire_owned();
-        match tokio::time::timeout(self.settings.queue_wait, acquire).await {
-            Ok(Ok(permit)) => Ok((permit, share)),
-            _ => Err(UpstreamError::Busy(format!(
-                "the registry is fetching {} other upstream files at once; {up} waits: try again shortly",
-                self.settings.max_fetches
+        match pool.acquire(&up.host, self.settings.queue_wait).await {
+            Some(slot) => Ok((slot, share)),
+            None => Err(UpstreamError::Busy(format!(
+                "the registry is fetching as many upstream files as it may at once ({} from {}, \
+                 {} in all); {up} waits: try again shortly",
+                pool.per_host(),
+                up.host,
+                pool.size()
             ))),
         }
     }
@@ -196,6 +224,21 @@ impl UpstreamCache {
         }
     }
 
+    /// `up`'s `providers.v1` base: read from its service discovery at most once per refresh
+    /// time (one read at a time per host; a failure is not kept).
+    async fn providers_base(&self, up: &UpstreamProvider) -> Result<String, UpstreamError> {
+        let slot = self.discovery.get(&up.host);
+        let mut s = slot.lock().await;
+        if let Some((at, base)) = &*s {
+            if at.elapsed() < self.settings.refresh {
+                return Ok(base.clone());
+            }
+        }
+        let base = fetch::providers_base(self.client.as_ref(), up).await?;
+        *s = Some((Instant::now(), base.clone()));
+        Ok(base)
+    }
+
     /// The provider's versions: the last good list, asked again as `freshness` says. An
     /// upstream failure leaves the last good list served, marked stale (and the upstream is
     /// not asked again for 30 seconds, unless forced); with no list at all, the failure is
@@ -217,6 +260,18 @@ impl UpstreamCache {
                 .map(|f| f.reason.clone());
             s.loaded = true;
         }
+        // A provider the upstream said it does not have is answered from memory until the
+        // next refresh: made-up names cost the upstream one call each per refresh time.
+        if let (None, Some(missing), Some(t), false) = (
+            &s.list,
+            &s.missing,
+            s.checked,
+            freshness == Freshness::Force,
+        ) {
+            if t.elapsed() < self.settings.refresh {
+                return Err(UpstreamError::NotFound(missing.clone()));
+            }
+        }
         let due = match (freshness, s.failure.is_some(), s.checked) {
             (_, _, None) => true,
             (_, true, Some(t)) => t.elapsed() >= RETRY_FAILED.min(self.settings.refresh),
@@ -225,9 +280,29 @@ impl UpstreamCache {
             (Freshness::Revalidate, false, Some(t)) => t < arrived,
             (_, false, Some(t)) => t.elapsed() >= self.settings.refresh,
         };
-        if due || freshness == Freshness::Force {
+        let refresh = if due || freshness == Freshness::Force {
+            let slot = self
+                .refreshes
+                .acquire(&up.host, self.settings.queue_wait)
+                .await;
+            if slot.is_none() && s.list.is_none() {
+                return Err(UpstreamError::Busy(format!(
+                    "the registry is refreshing as many lists from {} as it may at once; {up} \
+                     waits: try again shortly",
+                    up.host
+                )));
+            }
+            // Too many refreshes at this host: the list held is served as it is.
+            slot
+        } else {
+            None
+        };
+        if let Some(_refreshing) = refresh {
             let fetched = self
-                .within_deadline(up, fetch::version_list(self.client.as_ref(), up))
+                .within_deadline(up, async {
+                    let base = self.providers_base(up).await?;
+                    fetch::version_list(self.client.as_ref(), up, &base).await
+                })
                 .await;
             // When the answer came: whoever waited meanwhile shares it.
             s.checked = Some(Instant::now());
@@ -243,6 +318,9 @@ impl UpstreamCache {
                             }
                         }
                         fresh.cached = old.cached.clone();
+                        // A refusal stays reported (its record is still stored) until the
+                        // release verifies.
+                        fresh.refused = old.refused.clone();
                     }
                     self.write(&up.list_key(), encode(&fresh)).await;
                     s.list = Some(fresh);
@@ -270,6 +348,12 @@ impl UpstreamCache {
         }
         if let (None, Some(missing)) = (&s.list, &s.missing) {
             return Err(UpstreamError::NotFound(missing.clone()));
+        }
+        if s.list.is_some() {
+            self.listed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(up.clone());
         }
         match &s.list {
             Some(list) => Ok(Listing {
@@ -335,8 +419,11 @@ impl UpstreamCache {
                 up.host, up.provider
             )));
         };
-        let _permit = self.permit(up).await?;
-        let fetched = fetch::release(self.client.as_ref(), up, version, &entry.platforms);
+        let _permit = self.permit(&self.metadata, up).await?;
+        let fetched = async {
+            let base = self.providers_base(up).await?;
+            fetch::release(self.client.as_ref(), up, &base, version, &entry.platforms).await
+        };
         match self.within_deadline(up, fetched).await {
             Ok(record) => {
                 self.write(&up.release_key(version), encode(&record)).await;
@@ -381,7 +468,13 @@ impl UpstreamCache {
     pub fn known(&self) -> Vec<UpstreamProvider> {
         let mut known: std::collections::BTreeSet<UpstreamProvider> =
             self.settings.rules.exact().collect();
-        known.extend(self.lists.keys());
+        known.extend(
+            self.listed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .cloned(),
+        );
         known.into_iter().collect()
     }
 }

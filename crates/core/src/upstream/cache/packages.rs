@@ -47,19 +47,59 @@ impl UpstreamCache {
                 "{up} {version} has no package for {platform} at the upstream"
             )));
         };
+        self.fetch_package(up, version, platform, &package, None)
+            .await
+    }
+
+    /// `package` of `up` `version` for `platform`, fetched in the download `slot` given
+    /// (a prefetch's) or one taken now, unless it is stored already or a fetch that this
+    /// request waited for just failed (its failure is the answer: one fetch serves every
+    /// request, whatever its outcome).
+    async fn fetch_package(
+        &self,
+        up: &UpstreamProvider,
+        version: &Version,
+        platform: &Platform,
+        package: &PlatformPackage,
+        slot: Option<super::Slot>,
+    ) -> Result<PackageFile, UpstreamError> {
+        let arrived = Instant::now();
         let key = up.package_key(version, platform);
-        let slot = self.packages.get(&key);
-        let _one_at_a_time = slot.lock().await;
-        if let Some(stored) = self.stored(&key, &package).await? {
+        let one = self.packages.get(&key);
+        let mut one = one.lock().await;
+        if let Some(stored) = self.stored(&key, package).await? {
             return Ok(stored);
         }
-        let _permit = self.permit(up).await?;
+        if let Some((at, e)) = &one.failed {
+            if *at > arrived {
+                return Err(e.clone());
+            }
+        }
+        let _permit = match slot {
+            Some(slot) => (slot, None),
+            None => self.permit(&self.downloads, up).await?,
+        };
+        let fetched = self.download(up, version, platform, package).await;
+        if let Err(e) = &fetched {
+            one.failed = Some((Instant::now(), e.clone()));
+        }
+        fetched
+    }
+
+    async fn download(
+        &self,
+        up: &UpstreamProvider,
+        version: &Version,
+        platform: &Platform,
+        package: &PlatformPackage,
+    ) -> Result<PackageFile, UpstreamError> {
+        let key = up.package_key(version, platform);
         let spool = self.spool_file()?;
         let fetched = fetch::package(
             self.client.as_ref(),
             up,
             version,
-            &package,
+            package,
             self.settings.max_package_bytes,
             spool.path(),
         )
@@ -149,19 +189,22 @@ impl UpstreamCache {
         platform: Platform,
     ) {
         let key = up.package_key(&version, &platform);
-        {
+        let asked_lately = |key: &String| {
             let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
             if asked.len() >= MAX_SLOTS {
                 asked.retain(|_, at| at.elapsed() < ASK_AGAIN);
             }
-            match asked.get(&key) {
-                Some(at) if at.elapsed() < ASK_AGAIN => return,
-                _ => {
-                    asked.insert(key, Instant::now());
-                }
-            }
+            asked.get(key).is_some_and(|at| at.elapsed() < ASK_AGAIN)
+        };
+        let mark_asked = |key: String| {
+            let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+            asked.insert(key, Instant::now());
+        };
+        if asked_lately(&key) {
+            return;
         }
         if self.settings.background == Background::Requested {
+            mark_asked(key);
             let request = serde_json::json!({
                 "provider": up.to_string(),
                 "version": version.to_string(),
@@ -172,12 +215,29 @@ impl UpstreamCache {
                 .await;
             return;
         }
-        if self.fetches.available_permits() == 0 {
+        // Only in a slot free now, within the host's share: prefetches never queue, and
+        // never take another host's slots. Not marked asked otherwise, so a later request
+        // asks again.
+        let Some(slot) = self.downloads.try_acquire(&up.host) else {
             return;
-        }
+        };
+        mark_asked(key);
         let cache = Arc::clone(self);
         tokio::spawn(async move {
-            if let Err(e) = cache.package(&up, &version, &platform).await {
+            let fetched = match cache.release(&up, &version).await {
+                Ok(record) => match record.platforms.get(&platform.to_string()) {
+                    Some(package) => {
+                        let package = package.clone();
+                        cache
+                            .fetch_package(&up, &version, &platform, &package, Some(slot))
+                            .await
+                            .map(|_| ())
+                    }
+                    None => Ok(()),
+                },
+                Err(e) => Err(e),
+            };
+            if let Err(e) = fetched {
                 tracing::warn!(provider = %up, %version, %platform, error = %e, "could not cache an upstream package");
             }
         });

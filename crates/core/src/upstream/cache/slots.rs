@@ -26,10 +26,4 @@ impl<K: Eq + Hash + Clone, V: Default> Slots<K, V> {
         }
         map.entry(key.clone()).or_default().clone()
     }
-
-    /// The keys held now.
-    pub(super) fn keys(&self) -> Vec<K> {
-        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.keys().cloned().collect()
-    }
 }
