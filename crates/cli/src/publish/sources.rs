@@ -73,7 +73,7 @@ pub(super) async fn module(args: ModuleArgs, temp: &Path) -> anyhow::Result<Exit
     let listed = dest.list(&format!("modules/{address}/")).await?;
     // What --source and --description do not say is carried forward from the version before,
     // for a new version only: publishing a published one again changes nothing it did not ask.
-    let published = listed.iter().any(|k| *k == key);
+    let published = listed.contains(&key);
     let (repository, description) = match repository.is_some() && description.is_some() {
         _ if published => (repository, description),
         true => (repository, description),
