@@ -436,9 +436,30 @@ fn lock_files_made_through_the_mirror_hold_every_platform_and_install_with_the_u
         "providers lock for two platforms recorded fewer than two h1: hashes:\n{lock}"
     );
 
-    // and another directory installed plainly, then completed with `tfreg lock`,
+    // and another directory installed plainly, then completed with `tfreg lock` once the
+    // mirror holds both packages (it lists their h1: then; before, only zh:, and `tfreg
+    // lock` says there is nothing to check yet),
     let plain = cache.terraform("widget", "~> 1.0");
     init(&plain, "plain init");
+    let all_h1 = || {
+        let (_, body, _) = cache.timed_get(&format!(
+            "/v1/mirror/{UPSTREAM_HOST}/acme/widget/1.1.0.json"
+        ));
+        let doc: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let archives = doc["archives"].as_object().cloned().unwrap_or_default();
+        let h1 = |a: &serde_json::Value| {
+            let hashes = a["hashes"].as_array().cloned().unwrap_or_default();
+            hashes
+                .iter()
+                .any(|h| h.as_str().is_some_and(|h| h.starts_with("h1:")))
+        };
+        archives.len() >= 2 && archives.values().all(h1)
+    };
+    assert!(
+        tfreg_e2e::wait_until(Duration::from_secs(30), all_h1),
+        "{}",
+        cache.server.log()
+    );
     let dir = plain.dir.path().to_str().unwrap().to_owned();
     let env = [
         ("SSL_CERT_FILE", cache.server.cert.display().to_string()),

@@ -213,6 +213,15 @@ fn check_agreement(
     if locked.is_empty() {
         bail!("the lock file records no hash of {what} to check the mirror's answer against: run `terraform init` first");
     }
+    // A mirror lists a package's `h1:` once it holds the package (tfreg's, a moment after a
+    // first install through its cache); until then only the `zh:` a lock made by `init`
+    // through a mirror does not record. Nothing to compare yet, which is not a disagreement.
+    let has_h1 = |h: &&String| h.starts_with("h1:");
+    if !listed.iter().any(has_h1) && locked.iter().all(|h| h.starts_with("h1:")) {
+        bail!(
+            "the mirror lists no h1: hash for {what} yet (only zh:, which the lock file does not record), so nothing can be checked: its packages are not cached yet; run `tfreg lock` again in a moment"
+        );
+    }
     if !listed.iter().any(|h| locked.contains(*h)) {
         bail!(
             "the mirror's hashes for {what} agree with none the lock file records ({}): it does not serve the package Terraform installed",
@@ -281,5 +290,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(refused.contains("records no hash"), "{refused}");
+        // Only zh: listed against a lock of h1: alone: not yet comparable, said as such.
+        let refused = check_agreement(&answer(&[&zh]), &locked, "x 1.0.0")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("no h1: hash for x 1.0.0 yet"), "{refused}");
     }
 }
