@@ -83,7 +83,11 @@ fn every_function_starts_with_the_templates_environment_in_every_parameter_combi
                     format!("UpstreamProviders={upstream}"),
                     format!(
                         "UpstreamAllowAddresses={}",
-                        if upstream.is_empty() { "" } else { "10.20.0.0/16,192.0.2.7" }
+                        if upstream.is_empty() {
+                            ""
+                        } else {
+                            "10.20.0.0/16,192.0.2.7"
+                        }
                     ),
                     format!(
                         "OidcClientSecretArn={}",
