@@ -9,12 +9,11 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::path::Path;
-use std::process::Command;
 
 use tfreg_core::hash::{h1_of_zip, PackageLimits};
 use tfreg_e2e::{
     mirror_config, provider_zip, requires_provider, sha256_hex, terraform_platform,
-    test_certificate, tfreg_bin, Page, StaticSite, TempDir, Terraform,
+    test_certificate, tfreg_clean_env, Page, StaticSite, TempDir, Terraform,
 };
 
 const HOST: &str = "registry.example.test";
@@ -49,22 +48,9 @@ fn h1(zip: &[u8]) -> String {
 /// `tfreg lock --mirror MIRROR/v1/mirror/ --dir DIR` with exactly `env` (and PATH); returns
 /// the exit status and stdout + stderr.
 fn tfreg_lock(mirror: &StaticSite, dir: &Path, env: &[(&str, String)]) -> (i32, String) {
-    let output = Command::new(tfreg_bin())
-        .args(["lock", "--mirror"])
-        .arg(format!("{}/v1/mirror/", mirror.origin))
-        .arg("--dir")
-        .arg(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .expect("tfreg runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code().unwrap_or(-1), text)
+    let mirror = format!("{}/v1/mirror/", mirror.origin);
+    let args = ["lock", "--mirror", &mirror, "--dir"].map(std::ffi::OsStr::new);
+    tfreg_clean_env(&[&args[..], &[dir.as_os_str()]].concat(), env)
 }
 
 /// An honest mirror, and a working directory `terraform init` installed the widget in

@@ -5,11 +5,10 @@
 //! does. The deployed AWS stack answers the same hashes.
 
 use std::path::Path;
-use std::process::Command;
 
 use tfreg_core::hash::h1_of_dir;
 use tfreg_e2e::stack::{Stack, StackOptions};
-use tfreg_e2e::{publish, sha256_hex, tar_gz, tfreg_bin, zip, Server, TempDir, Terraform};
+use tfreg_e2e::{publish, sha256_hex, tar_gz, tfreg_clean_env, zip, Server, TempDir, Terraform};
 
 /// A module with a root, a nested submodule and a file in a folder of its own.
 fn files(name: &str) -> Vec<(&'static str, String)> {
@@ -45,22 +44,10 @@ fn zip_of(name: &str) -> Vec<u8> {
 /// `tfreg verify --dir DIR ARGS` with exactly `env` (and nothing of this process's
 /// environment but PATH); returns the exit status and stdout + stderr.
 fn verify(dir: &Path, args: &[&str], env: &[(&str, String)]) -> (i32, String) {
-    let output = Command::new(tfreg_bin())
-        .arg("verify")
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .expect("tfreg runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code().unwrap_or(-1), text)
+    let mut all = ["verify", "--dir"].map(std::ffi::OsStr::new).to_vec();
+    all.push(dir.as_os_str());
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    tfreg_clean_env(&all, env)
 }
 
 #[test]

@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use tfreg_core::hash::h1_of_dir;
 use tfreg_e2e::{
-    module_files, tar_gz, test_certificate, tfreg_bin, Page, Server, StaticSite, TempDir, Terraform,
+    module_files, tar_gz, test_certificate, tfreg_clean_env, Page, Server, StaticSite, TempDir,
+    Terraform,
 };
 
 /// The hostname of the README's and `tfreg serve`'s own CLI configuration.
@@ -19,21 +19,8 @@ const HOSTNAME: &str = "registry.example.test";
 /// `tfreg verify --dir DIR` with exactly `env` (and PATH); returns the exit status and
 /// stdout + stderr.
 fn verify(dir: &Path, env: &[(String, String)]) -> (i32, String) {
-    let output = Command::new(tfreg_bin())
-        .arg("verify")
-        .arg("--dir")
-        .arg(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .output()
-        .expect("tfreg runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code().unwrap_or(-1), text)
+    let args = ["verify", "--dir"].map(std::ffi::OsStr::new);
+    tfreg_clean_env(&[&args[..], &[dir.as_os_str()]].concat(), env)
 }
 
 /// A private `tfreg serve --hostname registry.example.test` serving acme/net/aws 1.0.0, and

@@ -85,6 +85,28 @@ pub fn tfreg_with_env(args: &[&str], env: &[(&str, String)]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// Runs `tfreg` with `args` and exactly `env` (nothing of this process's environment but
+/// PATH: no token or CLI configuration of the machine leaks in); returns the exit status and
+/// stdout + stderr.
+pub fn tfreg_clean_env<K: AsRef<std::ffi::OsStr>>(
+    args: &[&std::ffi::OsStr],
+    env: &[(K, String)],
+) -> (i32, String) {
+    let output = Command::new(tfreg_bin())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k, v.as_str())))
+        .output()
+        .expect("tfreg runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), text)
+}
+
 /// Runs `tfreg ARGS...` with more environment; returns its exit status, stdout and stderr.
 pub fn tfreg_run(args: &[&str], env: &[(&str, String)]) -> (i32, String, String) {
     let output = Command::new(tfreg_bin())
