@@ -22,6 +22,7 @@ pub mod sqs;
 pub mod stack;
 pub mod static_site;
 pub mod upstream;
+pub mod wide;
 
 mod gpg;
 mod moto;

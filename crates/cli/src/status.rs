@@ -158,8 +158,8 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
 fn note_first_index(data: &std::path::Path) {
     if let Some(progress) = tfreg_local::watcher::read_progress(data) {
         eprintln!(
-            "note: the running tfreg serve is still indexing this data directory: {}/{} files; it answers from what it has indexed so far",
-            progress.done, progress.total
+            "note: the running tfreg serve is still indexing this data directory: {}; it answers from what it has indexed so far",
+            progress.describe()
         );
     }
 }

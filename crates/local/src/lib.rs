@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod changes;
 pub mod commits;
 pub mod fs_store;
 pub mod grants;

@@ -12,6 +12,7 @@ use tfreg_core::memory::MemoryMetadataStore;
 use tfreg_core::store::{partition, Document, Expected, PinRecord, Record, RecordId};
 use tfreg_core::{MetadataReader, MetadataStore, StoreError};
 
+use crate::changes::{ChangeFeed, ChangeFeeds};
 use crate::commits::Commits;
 use crate::fs_store::STATE_DIR_NAME;
 
@@ -31,6 +32,8 @@ pub struct LocalMetadataStore {
     /// Where new pin files wait to be made durable a batch at a time; without it, each is
     /// synced as it is written.
     commits: Option<Arc<Commits>>,
+    /// Who is told of each change ([`LocalMetadataStore::changes`]).
+    feeds: ChangeFeeds,
 }
 
 impl LocalMetadataStore {
@@ -47,6 +50,12 @@ impl LocalMetadataStore {
         tokio::task::spawn_blocking(move || write_pin(&dir, &pin, commits.as_deref()))
             .await
             .map_err(|e| StoreError::with_source("writing a pin stopped", e))?
+    }
+
+    /// A feed of the ids written or deleted from now on, for whoever keeps something
+    /// derived from the index and redoes only what changed.
+    pub fn changes(&self) -> ChangeFeed {
+        self.feeds.subscribe()
     }
 
     /// Changes whenever the index does ([`MemoryMetadataStore::generation`]).
@@ -100,6 +109,7 @@ impl LocalMetadataStore {
             dir,
             persist,
             commits: None,
+            feeds: ChangeFeeds::default(),
         };
         for pin in store.load()? {
             store.memory.insert(Record::Pin(pin))?;
@@ -211,7 +221,10 @@ impl MetadataStore for LocalMetadataStore {
         if let (Record::Pin(pin), true) = (&record, self.persist) {
             self.write_pin(pin).await?;
         }
-        self.memory.put(record).await
+        let id = record.id();
+        self.memory.put(record).await?;
+        self.feeds.record(&id);
+        Ok(())
     }
 
     /// The memory store decides who wins; only the winner writes the file.
@@ -225,6 +238,7 @@ impl MetadataStore for LocalMetadataStore {
                 return Err(e);
             }
         }
+        self.feeds.record(&record.id());
         Ok(true)
     }
 
@@ -245,7 +259,9 @@ impl MetadataStore for LocalMetadataStore {
                 }
             }
         }
-        self.memory.delete(id).await
+        self.memory.delete(id).await?;
+        self.feeds.record(id);
+        Ok(())
     }
 
     async fn scan(&self) -> Result<Vec<Record>, StoreError> {
@@ -258,7 +274,11 @@ impl MetadataStore for LocalMetadataStore {
         body: Option<Vec<u8>>,
         expected: Expected<'_>,
     ) -> Result<bool, StoreError> {
-        self.memory.put_document(id, body, expected).await
+        let written = self.memory.put_document(id, body, expected).await?;
+        if written {
+            self.feeds.document(id);
+        }
+        Ok(written)
     }
 
     async fn document_ids(&self) -> Result<Vec<RecordId>, StoreError> {

@@ -185,9 +185,15 @@ impl MetadataStore for MemoryMetadataStore {
 
     async fn document_ids_in(&self, partition: &str) -> Result<Vec<RecordId>, StoreError> {
         let documents = self.documents.read().map_err(|_| poisoned())?;
+        // Ids order by partition first: the partition's documents are one range.
+        let first = RecordId {
+            partition: partition.to_owned(),
+            sort: String::new(),
+        };
         Ok(documents
-            .keys()
-            .filter(|id| id.partition == partition)
+            .range(first..)
+            .map(|(id, _)| id)
+            .take_while(|id| id.partition == partition)
             .cloned()
             .collect())
     }

@@ -142,7 +142,12 @@ fn a_servers_batch_is_told_in_its_state_folder_until_it_ends() {
     // Then the state folder says so
     assert_eq!(
         read_progress(&root),
-        Some(IndexingProgress { done: 0, total: 3 })
+        Some(IndexingProgress {
+            done: 0,
+            total: 3,
+            per_second: None,
+            seconds_left: None
+        })
     );
     // When the batch ends, it no longer does
     for left in [2, 1, 0] {

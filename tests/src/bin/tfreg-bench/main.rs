@@ -61,6 +61,19 @@ fn main() {
         write_readme(&targets);
         return;
     }
+    if let Some(dir) =
+        std::env::args().find_map(|a| a.strip_prefix("--write-wide=").map(str::to_owned))
+    {
+        // The wide fixture alone, to try the first index on by hand.
+        let shape = if std::env::args().any(|a| a == "--deep") {
+            tfreg_e2e::wide::Wide::DEEP
+        } else {
+            tfreg_e2e::wide::Wide::FULL
+        };
+        tfreg_e2e::wide::write(Path::new(&dir), shape);
+        println!("{} files written to {dir}", shape.files());
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_owned));
     require("wrk", "install it from Debian: sudo apt-get install wrk");
