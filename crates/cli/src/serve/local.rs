@@ -80,7 +80,7 @@ pub async fn start(
     let snapshot = Snapshot::of(data);
     let loaded = snapshot.load();
     let restored = loaded.is_some();
-    let known = match loaded {
+    let (known, journal) = match loaded {
         Some(restored) => {
             tracing::info!(
                 records = restored.records.len(),
@@ -94,7 +94,9 @@ pub async fn start(
             if made_again {
                 indexer.rebuild_all_documents().await?;
             }
-            restored.files
+            // Documents made now are in no journal: the first save writes the index whole.
+            let journal = restored.journal.filter(|_| !made_again);
+            (restored.files, journal)
         }
         None => Default::default(),
     };
@@ -102,6 +104,7 @@ pub async fn start(
         snapshot,
         metadata: metadata.clone(),
         known,
+        journal,
     };
     let watcher = DataDirWatcher::start_with(artifacts.clone(), indexer, watch, Some(persistence));
     // What is served, for `tfreg publish` to wait on, from the first file indexed.

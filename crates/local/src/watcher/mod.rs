@@ -12,11 +12,13 @@
 //! ([`sync`]).
 //!
 //! With [`Persistence`], the index is saved whenever the watcher has been idle for a moment
-//! after a change ([`crate::snapshot`]), and a start from a saved index indexes only what
-//! changed since.
+//! after a change, and every few seconds while it indexes ([`crate::snapshot`]; each save
+//! appends what changed), and a start from a saved index indexes only what changed since,
+//! or what a first index cut short had not reached.
 
 mod events;
 mod progress;
+mod saving;
 mod sync;
 #[cfg(test)]
 mod tests;
@@ -32,7 +34,7 @@ use tokio::task::JoinHandle;
 
 use crate::fs_store::FsArtifactStore;
 use crate::metadata::LocalMetadataStore;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Continuation, Snapshot};
 
 pub use progress::{read_progress, IndexingProgress, PROGRESS_FILE};
 
@@ -44,6 +46,10 @@ pub struct Persistence {
     pub metadata: Arc<LocalMetadataStore>,
     /// The files as the restored index knows them (empty without a saved index).
     pub known: HashMap<String, ObjectMeta>,
+    /// The restored index's journal, to go on appending to; none when the first save is
+    /// to write the index whole (nothing was restored, or what was restored was changed
+    /// without the index's change feed seeing it).
+    pub journal: Option<Continuation>,
 }
 
 /// How the watcher finds and indexes changes.
@@ -56,6 +62,9 @@ pub struct WatchOptions {
     pub debounce: Duration,
     /// How many keys are indexed at once.
     pub concurrency: usize,
+    /// How often the index is saved while a batch runs (with [`Persistence`]), so a
+    /// first index cut short resumes from there.
+    pub checkpoint_every: Duration,
 }
 
 impl Default for WatchOptions {
@@ -64,6 +73,7 @@ impl Default for WatchOptions {
             rescan_interval: Duration::from_secs(10),
             debounce: Duration::from_millis(150),
             concurrency: default_concurrency(),
+            checkpoint_every: Duration::from_secs(5),
         }
     }
 }
@@ -117,8 +127,7 @@ impl DataDirWatcher {
         let (tx, rx) = mpsc::unbounded_channel();
         let (first_done, first_index) = watch::channel(false);
         let notified = Arc::clone(&store);
-        let mut sync =
-            sync::Sync::new(store, indexer, options.concurrency, persistence, first_done);
+        let mut sync = sync::Sync::new(store, indexer, &options, persistence, first_done);
         #[cfg(test)]
         let noticed = Arc::clone(&sync.noticed);
         let rescan_interval = options.rescan_interval;

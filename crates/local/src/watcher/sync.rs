@@ -3,7 +3,7 @@
 //! holds up indexing; rescans; documents made once per subject per batch; the index saved
 //! when idle.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,10 +15,9 @@ use tokio::task::JoinSet;
 
 use super::events::Notice;
 use super::progress::Progress;
+use super::saving::Saving;
 use super::WatchOptions;
 use crate::fs_store::FsArtifactStore;
-use crate::metadata::LocalMetadataStore;
-use crate::snapshot::Snapshot;
 
 /// How long the watcher stays idle after a change before it saves the index.
 const SAVE_AFTER: Duration = Duration::from_secs(2);
@@ -64,8 +63,11 @@ pub(super) struct Sync {
     store: Arc<FsArtifactStore>,
     indexer: Arc<Indexer>,
     concurrency: usize,
-    /// What the index was last told about each key.
-    known: HashMap<String, ObjectMeta>,
+    /// How often the index is saved while a batch runs.
+    checkpoint_every: Duration,
+    /// What the index was last told about each key (ordered, so the keys under a folder
+    /// are one range).
+    known: BTreeMap<String, ObjectMeta>,
     /// Keys whose indexing failed: retried on every rescan until it succeeds (a failed
     /// delete is in neither `known` nor on disk, so nothing else would bring it back).
     failed: BTreeSet<String>,
@@ -80,7 +82,7 @@ pub(super) struct Sync {
     first_done: Option<watch::Sender<bool>>,
     progress: Progress,
     /// Where the index is saved, if it is.
-    saving: Option<(Snapshot, Arc<LocalMetadataStore>)>,
+    saving: Option<Saving>,
     /// When the index last changed without being saved since.
     changed_at: Option<Instant>,
     saved_once: bool,
@@ -97,7 +99,7 @@ impl Sync {
     pub(super) fn new(
         store: Arc<FsArtifactStore>,
         indexer: Arc<Indexer>,
-        concurrency: usize,
+        options: &WatchOptions,
         persistence: Option<super::Persistence>,
         first_done: watch::Sender<bool>,
     ) -> Self {
@@ -105,16 +107,20 @@ impl Sync {
         // state folder too.
         let (known, saving, progress) = match persistence {
             Some(p) => (
-                p.known,
-                Some((p.snapshot, p.metadata)),
+                p.known
+                    .iter()
+                    .map(|(k, m)| (k.clone(), m.clone()))
+                    .collect(),
+                Some(Saving::new(&p)),
                 Progress::kept_in(store.root()),
             ),
-            None => (HashMap::new(), None, Progress::default()),
+            None => (BTreeMap::new(), None, Progress::default()),
         };
         Self {
             store,
             indexer,
-            concurrency: concurrency.max(1),
+            concurrency: options.concurrency.max(1),
+            checkpoint_every: options.checkpoint_every,
             known,
             saving,
             changed_at: None,
@@ -205,7 +211,7 @@ impl Sync {
             }
             self.pump();
             self.list_modules().await;
-            self.save_when_idle().await;
+            self.save().await;
             if self.rescan_due && self.idle() {
                 self.rescan_due = false;
                 if let Err(e) = self.rescan().await {
@@ -216,48 +222,37 @@ impl Sync {
         }
     }
 
-    /// Saves the index once nothing has been indexed for [`SAVE_AFTER`] (the rescan tick
-    /// brings the loop back here), so the saved files agree with the saved records: no
-    /// task is running, and keys that failed are left out (indexed again at the next start).
-    async fn save_when_idle(&mut self) {
+    /// Saves the index: once nothing has been indexed for [`SAVE_AFTER`] (the rescan tick
+    /// brings the loop back here), and every `checkpoint_every` while a batch runs. The
+    /// saved files agree with the saved records: a file is saved as indexed only once its
+    /// task has ended (a record written by a task still running is saved without its file,
+    /// which the next start indexes again), and keys that failed are left out.
+    async fn save(&mut self) {
         let idle = self.idle();
-        // The first save comes as soon as the first index is complete; later ones wait for
-        // a burst of changes to end.
-        let due = self
-            .changed_at
-            .is_some_and(|at| !self.saved_once || at.elapsed() >= SAVE_AFTER);
-        let Some((snapshot, metadata)) = &self.saving else {
+        let Some(saving) = &self.saving else {
             return;
         };
-        if !idle || !due {
+        // The first save comes as soon as the first index is complete; later ones wait for
+        // a burst of changes to end.
+        let due = match self.changed_at {
+            None => false,
+            Some(at) if idle => !self.saved_once || at.elapsed() >= SAVE_AFTER,
+            Some(_) => saving.saved_at.elapsed() >= self.checkpoint_every,
+        };
+        if !due {
             return;
         }
-        // The documents saved must be those of the records saved: none may wait.
+        // The documents saved must be those of the records saved, and the pins and kept
+        // bytes of the files saved durable: none may wait.
         if let Err(e) = self.flush_documents().await {
             return tracing::warn!(error = %e, "could not save the index");
         }
         self.changed_at = None;
-        self.saved_once = true;
-        let saved = async {
-            let records = tfreg_core::MetadataStore::scan(metadata.as_ref()).await?;
-            let documents = metadata.documents().await?;
-            Ok::<_, StoreError>((records, documents))
-        };
-        let (records, documents) = match saved.await {
-            Ok(saved) => saved,
-            Err(e) => return tracing::warn!(error = %e, "could not save the index"),
-        };
-        let mut files = self.known.clone();
-        files.retain(|k, _| !self.failed.contains(k));
-        let snapshot = snapshot.clone();
-        let saved =
-            tokio::task::spawn_blocking(move || snapshot.save(records, documents, &files)).await;
-        match saved {
-            Ok(Ok(())) => tracing::debug!("saved the index"),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "could not save the index; the next start indexes everything")
-            }
-            Err(e) => tracing::warn!(error = %e, "saving the index stopped"),
+        if idle {
+            self.saved_once = true;
+        }
+        if let Some(saving) = &mut self.saving {
+            saving.save(&self.known, &self.failed).await;
         }
     }
 
@@ -291,7 +286,13 @@ impl Sync {
                 continue;
             };
             let below = format!("{key}/");
-            keys.extend(self.known.keys().filter(|k| k.starts_with(&below)).cloned());
+            keys.extend(
+                self.known
+                    .range(below.clone()..)
+                    .map(|(k, _)| k)
+                    .take_while(|k| k.starts_with(&below))
+                    .cloned(),
+            );
             let kind = std::fs::symlink_metadata(&path).map(|m| m.file_type());
             match kind {
                 Ok(kind) if kind.is_dir() => keys.extend(self.scan(path).await?.into_keys()),
@@ -425,6 +426,9 @@ impl Sync {
                 }
                 _ => {}
             }
+        }
+        if let Some(saving) = &mut self.saving {
+            saving.file_changed(&key);
         }
         match (outcome, meta) {
             (Ok(_), Ok(Some(meta))) => {

@@ -24,6 +24,7 @@ fn watcher(root: &Path, concurrency: usize) -> DataDirWatcher {
         rescan_interval: Duration::from_secs(3600),
         debounce: Duration::from_millis(150),
         concurrency,
+        checkpoint_every: Duration::from_secs(5),
     };
     DataDirWatcher::start(store, indexer, options)
 }
@@ -154,4 +155,84 @@ fn a_servers_batch_is_told_in_its_state_folder_until_it_ends() {
         progress.step(left);
     }
     assert_eq!(read_progress(&root), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_index_cut_short_resumes_from_its_last_checkpoint() {
+    use crate::metadata::LocalMetadataStore;
+    use crate::snapshot::Snapshot;
+    use tfreg_core::store::partition;
+    use tfreg_core::MetadataReader as _;
+
+    const FILES: usize = 1000;
+    // Given a data directory of many files (refused archives: each leaves a record)
+    let (_dir, root) = data_dir();
+    std::fs::create_dir_all(root.join(STATE_DIR_NAME)).unwrap();
+    let folder = root.join("modules/acme/many/aws");
+    std::fs::create_dir_all(&folder).unwrap();
+    for n in 0..FILES {
+        std::fs::write(folder.join(format!("1.0.{n}.tar.gz")), b"not an archive").unwrap();
+    }
+    let start = |restored: Option<crate::snapshot::Restored>, checkpoint_every| {
+        let store = Arc::new(FsArtifactStore::new(root.clone()));
+        let metadata = Arc::new(LocalMetadataStore::open(&root, true).unwrap());
+        let (known, journal, records) = match restored {
+            Some(r) => (r.files, r.journal, r.records),
+            None => Default::default(),
+        };
+        let indexer = Arc::new(Indexer::new(metadata.clone(), store.clone()));
+        let persistence = super::Persistence {
+            snapshot: Snapshot::of(&root),
+            metadata: metadata.clone(),
+            known,
+            journal,
+        };
+        let options = WatchOptions {
+            rescan_interval: Duration::from_secs(3600),
+            debounce: Duration::from_millis(150),
+            concurrency: 1,
+            checkpoint_every,
+        };
+        (metadata, records, store, indexer, options, persistence)
+    };
+
+    // When its first index is stopped once some checkpoints are saved
+    let (_, _, store, indexer, options, persistence) = start(None, Duration::ZERO);
+    let watcher = DataDirWatcher::start_with(store, indexer, options, Some(persistence));
+    let journal = root.join(STATE_DIR_NAME).join("index.journal");
+    until("no checkpoint was saved", || {
+        std::fs::metadata(&journal).is_ok_and(|m| m.len() > 10_000)
+    })
+    .await;
+    drop(watcher);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let restored = Snapshot::of(&root).load().expect("a saved index");
+    let saved = restored.files.len();
+    assert!(
+        (1..FILES).contains(&saved),
+        "{saved} of {FILES} files saved as indexed"
+    );
+
+    // Then a new start restores what was saved and indexes only the rest
+    let (metadata, records, store, indexer, options, persistence) =
+        start(Some(restored), Duration::from_secs(5));
+    metadata.restore(records).await.unwrap();
+    let feed = metadata.changes();
+    let watcher = DataDirWatcher::start_with(store, indexer, options, Some(persistence));
+    tokio::time::timeout(STUCK, watcher.first_index_done())
+        .await
+        .unwrap();
+    let indexed_again = feed
+        .take()
+        .records
+        .iter()
+        .filter(|id| id.partition == partition::PROBLEMS)
+        .count();
+    let left = FILES - saved;
+    assert!(
+        (left..=left + 1).contains(&indexed_again),
+        "{indexed_again} files indexed at the second start; {left} were left"
+    );
+    let problems = metadata.query(partition::PROBLEMS).await.unwrap();
+    assert_eq!(problems.len(), FILES, "every file is in the index");
 }
