@@ -333,7 +333,12 @@ fn a_copy_taken_while_serving_and_publishing_restores_to_the_same_answers() {
     ] {
         assert!(state.join(kept).exists(), "{kept} is not in the backup");
     }
-    for derived in ["index.json", "index.journal", "served.json", "indexing.json"] {
+    for derived in [
+        "index.json",
+        "index.journal",
+        "served.json",
+        "indexing.json",
+    ] {
         assert!(!state.join(derived).exists(), "{derived} is in the backup");
     }
     std::thread::sleep(Duration::from_millis(300));

@@ -18,8 +18,10 @@ use tokio::sync::watch;
 use crate::served::{ServerInfo, Snapshots};
 
 /// How long the server waits for the first index of the data directory before it starts
-/// answering anyway (from what is indexed so far).
-const FIRST_INDEX_WAIT: Duration = Duration::from_secs(30);
+/// answering from what is indexed so far: long enough for a small data directory to be
+/// whole from the first answer; a large one is served as it is indexed (what is not
+/// indexed yet is answered "not found yet", [`super::indexing`]).
+const FIRST_INDEX_WAIT: Duration = Duration::from_secs(2);
 
 /// With a saved index, how long the server waits for the check of what changed while it
 /// was down before it answers from the saved index (and takes the changes in as they are
@@ -148,6 +150,11 @@ fn log_first_index(watcher: &DataDirWatcher, registry: Registry, started: Instan
 }
 
 impl Watching {
+    /// What turns true once the data directory's first index is whole.
+    pub fn first_index_signal(&self) -> watch::Receiver<bool> {
+        self.watcher.first_index_signal()
+    }
+
     /// Waits until the first index is done, or not much longer: answering from a complete
     /// index is worth a short wait, a slow or hostile file is worth none. False when `stop`
     /// turned meanwhile.
@@ -163,9 +170,8 @@ impl Watching {
                 if self.restored {
                     tracing::info!("serving from the saved index while the data directory is checked for what changed meanwhile");
                 } else {
-                    tracing::warn!(
-                        "the first index of the data directory is still running after {}s; serving what is indexed so far",
-                        FIRST_INDEX_WAIT.as_secs()
+                    tracing::info!(
+                        "serving what is indexed so far while the first index of the data directory runs; what is not indexed yet is answered 503 (not found yet) until it is"
                     );
                 }
                 true

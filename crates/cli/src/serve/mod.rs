@@ -10,6 +10,7 @@
 
 mod app;
 mod banner;
+mod indexing;
 mod local;
 mod startup;
 

@@ -167,7 +167,7 @@ impl Server {
         let banner = Banner {
             addr,
             hostname,
-            data: state_path,
+            data: state_path.clone(),
             cert,
             self_signed: settings.tls.is_none(),
             generated,
@@ -186,10 +186,18 @@ impl Server {
                 .is_some_and(|identity| identity.sign_in.is_some()),
             upstream: upstream_rules,
         };
+        let mut router = tfreg_http::router(state);
+        if let Some(watching) = &wired.watching {
+            router = super::indexing::not_found_means_not_yet(
+                router,
+                watching.first_index_signal(),
+                state_path.clone(),
+            );
+        }
         Ok(Server {
             listener,
             tls,
-            router: tfreg_http::router(state),
+            router,
             limits: settings.limits,
             stop,
             banner,
