@@ -1,7 +1,7 @@
 //! The status document: what is served and what is refused, read from an index the way the
 //! API reads it. `tfreg status` prints it (as text, or as JSON with `--json`), `tfreg
-//! serve` keeps it in `DATA/.tfreg/served.json`, and `tfreg publish` judges its checks and
-//! its wait on it. The JSON form is a stable interface (schema 1, README "tfreg status"):
+//! serve` keeps it one module or provider at a time under `DATA/.tfreg/served/` (see
+//! [`crate::served`]), and `tfreg publish` judges its checks and its wait on it. The JSON form is a stable interface (schema 1, README "tfreg status"):
 //! fields are only ever added.
 
 mod doc;
@@ -281,6 +281,32 @@ pub async fn build(
     scope: &Scope,
     filter: &Filter,
 ) -> Result<StatusDoc, StoreError> {
+    let mut doc = build_scope(registry, metadata, scope, filter).await?;
+    let beside_served = std::mem::take(&mut doc.problems);
+    doc.problems = registry
+        .problems()
+        .await?
+        .into_iter()
+        .map(Problem::from_record)
+        .chain(beside_served)
+        .filter(|p| filter.problem(p))
+        .collect();
+    doc.refused = refused(&doc);
+    Ok(doc)
+}
+
+/// The part of the document that is about what `scope` names: its modules, providers and
+/// mirrored providers, their notices, their namespaces' keys, and the problems their notices
+/// make; not the problems of the registry's files (the `problems` partition), which
+/// [`build`] adds. For one module or provider it reads that subject's records and its
+/// namespace's keys alone, whatever else the registry holds: `tfreg serve` keeps its status
+/// so, one subject at a time ([`crate::served`]).
+pub async fn build_scope(
+    registry: &Registry,
+    metadata: &dyn MetadataStore,
+    scope: &Scope,
+    filter: &Filter,
+) -> Result<StatusDoc, StoreError> {
     let mut doc = StatusDoc {
         schema: SCHEMA,
         ..StatusDoc::default()
@@ -320,16 +346,15 @@ pub async fn build(
         )
         .collect();
     keys::add_keys(&mut doc, metadata, &namespaces, SystemTime::now()).await?;
-    let beside_served = std::mem::take(&mut doc.problems);
-    doc.problems = registry
-        .problems()
-        .await?
-        .into_iter()
-        .map(Problem::from_record)
-        .chain(beside_served)
-        .filter(|p| filter.problem(p))
-        .collect();
-    doc.refused = doc.problems.len()
+    doc.problems.retain(|p| filter.problem(p));
+    doc.refused = refused(&doc);
+    Ok(doc)
+}
+
+/// How many refusals `doc` lists: problems, provider versions not served, and platforms of
+/// served versions that are not offered.
+fn refused(doc: &StatusDoc) -> usize {
+    doc.problems.len()
         + doc
             .providers
             .iter()
@@ -338,8 +363,7 @@ pub async fn build(
                 false => 1,
                 true => v.platforms.iter().filter(|p| !p.served).count(),
             })
-            .sum::<usize>();
-    Ok(doc)
+            .sum::<usize>()
 }
 
 #[cfg(test)]

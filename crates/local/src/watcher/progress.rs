@@ -120,7 +120,7 @@ impl Progress {
     pub(super) fn step(&mut self, left: usize) {
         self.done += 1;
         self.total = self.total.max(self.done + left);
-        if let (Some(started), true) = (self.started, self.done % MILESTONE == 0) {
+        if let (Some(started), true) = (self.started, self.done.is_multiple_of(MILESTONE)) {
             tracing::debug!(
                 target: "tfreg::index_progress",
                 done = self.done,
