@@ -18,7 +18,8 @@
 //! rebuilds only the modules, providers and problems that change touches. Verdicts that
 //! depend on time (a key's expiry) are refreshed by a pass over every module and provider
 //! every minute, at a bounded share of one core, that rewrites only the files whose content
-//! changed. Everything is removed when the server stops.
+//! changed. When the server stops, `served.json` is removed and `served/` set aside (one
+//! rename, however many files it holds); the next start deletes it.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::io::Write;
@@ -47,12 +48,14 @@ const FORMAT: u32 = 2;
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
 /// A `served.json` older than this is not kept by a running server.
 pub const STALE_AFTER: Duration = Duration::from_secs(20);
-/// How often the index's changes are taken while nothing else is to be done.
-const POLL: Duration = Duration::from_millis(250);
+/// How often the index's changes are taken while little else is to be done: taking none
+/// costs a lock, and a publisher waits at most this long more.
+const POLL: Duration = Duration::from_millis(100);
 /// Verdicts that depend on time (a key's expiry) are refreshed this often.
 const REFRESH: Duration = Duration::from_secs(60);
-/// The longest stretch of a full pass between two looks at the index's changes.
-const SLICE: Duration = Duration::from_millis(100);
+/// The longest stretch of a full pass between two looks at the index's changes: a change
+/// waits at most this long for a pass (then the rest, twice as long, is the pass's).
+const SLICE: Duration = Duration::from_millis(50);
 /// The largest `served.json` read: a few hundred bytes are written.
 const MAX_SERVER_BYTES: u64 = 64 * 1024;
 /// The largest module's or provider's file read (one of thousands of versions stays far
@@ -151,6 +154,7 @@ pub struct Snapshots {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     data: PathBuf,
+    run: String,
 }
 
 impl Drop for Snapshots {
@@ -159,10 +163,46 @@ impl Drop for Snapshots {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        // `served.json` first: without it, nothing under `served/` is believed.
+        // `served.json` first: without it, nothing under `served/` is believed. Deleting
+        // tens of thousands of files would hold up the stop: the folder is set aside in one
+        // rename, and the next start deletes it.
         let _ = std::fs::remove_file(path(&self.data));
-        let _ = std::fs::remove_dir_all(dir(&self.data));
+        let _ = set_aside(&dir(&self.data), &format!("{}-stop", self.run));
     }
+}
+
+/// What `served/` is renamed to when it is set aside, then the run's id: a hidden name, so
+/// nothing that copies the state folder's names takes it.
+const SET_ASIDE: &str = ".served-old-";
+
+/// Renames the folder `dir` (`served/`) out of the way at once, whatever it holds.
+fn set_aside(dir: &Path, run: &str) -> std::io::Result<()> {
+    let aside = dir.with_file_name(format!("{SET_ASIDE}{run}"));
+    match std::fs::rename(dir, aside) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Deletes every folder set aside beside `dir`, on a thread of its own: it may take a while,
+/// and nothing waits on it (a stop meanwhile leaves the rest for the next start).
+fn clear_set_aside(dir: &Path) {
+    let Some(state) = dir.parent().map(Path::to_path_buf) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("served-clear".into())
+        .spawn(move || {
+            let Ok(entries) = std::fs::read_dir(&state) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(SET_ASIDE) {
+                    // Never follows a link: a link is removed, not what it names.
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        });
 }
 
 /// Starts keeping the files of the data directory `data` from `metadata`, read through
@@ -185,6 +225,7 @@ pub fn start(
         .enable_time()
         .build()?;
     let keeper = Keeper::new(data, metadata, registry, server);
+    let run = keeper.run.clone();
     let thread = std::thread::Builder::new()
         .name("served-files".into())
         .spawn(move || {
@@ -199,6 +240,7 @@ pub fn start(
         stop: Some(stop),
         thread: Some(thread),
         data: data.to_path_buf(),
+        run,
     })
 }
 
@@ -246,10 +288,8 @@ impl Keeper {
     /// Clears what an earlier run left (its files are not believed anyway) and names this
     /// server.
     fn begin(&self) -> std::io::Result<()> {
-        match std::fs::remove_dir_all(&self.dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        set_aside(&self.dir, &format!("{}-start", self.run))?;
+        clear_set_aside(&self.dir);
         std::fs::create_dir_all(&self.dir)?;
         self.heartbeat()
     }
@@ -320,6 +360,19 @@ impl Keeper {
     /// Builds `item`'s file and writes it if it changed (or removes it when there is
     /// nothing to say).
     async fn refresh(&mut self, item: &Item) -> anyhow::Result<()> {
+        let building = Instant::now();
+        let written = self.rebuild(item).await;
+        tracing::debug!(
+            ?item,
+            ms = building.elapsed().as_millis() as u64,
+            written = ?written.as_ref().ok(),
+            "served file rebuilt"
+        );
+        written.map(|_| ())
+    }
+
+    /// [`Keeper::refresh`]: whether the file was written (or removed).
+    async fn rebuild(&mut self, item: &Item) -> anyhow::Result<bool> {
         let metadata: &dyn MetadataStore = self.metadata.as_ref();
         let json = match item {
             Item::Module(_) | Item::Provider(_) => {
@@ -360,18 +413,17 @@ impl Keeper {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
                 _ => {}
             }
-            self.written.remove(item);
-            return Ok(());
+            return Ok(self.written.remove(item).is_some());
         };
         let hash: [u8; 32] = Sha256::digest(&json).into();
         if self.written.get(item) == Some(&hash) {
-            return Ok(());
+            return Ok(false);
         }
         write_atomic(&path, &json)?;
         self.written.insert(item.clone(), hash);
         #[cfg(test)]
         self.log.push(path);
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -487,8 +539,9 @@ async fn keep(mut keeper: Keeper, feed: ChangeFeed) {
         if !failed {
             warned = false;
         }
-        // At most a third of one core, however much there is to do: the files lag a
-        // little more while the index keeps changing (a large first index).
+        // At most a third of one core, however much there is to do: a pass over every
+        // module and provider goes on a slice at a time, and the files lag a little more
+        // while the index keeps changing (a large first index).
         tokio::time::sleep((working.elapsed() * 2).max(POLL)).await;
     }
 }
@@ -721,6 +774,10 @@ pub(crate) mod testing {
             &self.keeper.dir
         }
 
+        pub(super) fn keeper_begin(&self) {
+            self.keeper.begin().unwrap();
+        }
+
         pub(super) fn keeper_touched(&self, changed: &Changed) -> BTreeSet<Item> {
             self.keeper.touched(changed)
         }
@@ -859,6 +916,36 @@ mod tests {
             assert_eq!(item_of(&ignored, &mut none), None, "{ignored:?}");
         }
         assert!(none.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_stop_sets_the_files_aside_at_once_and_the_next_start_deletes_them() {
+        let server = Server::with_modules(3).await;
+        let (data, served) = (server.data.path(), server.dir().to_path_buf());
+        let state = served.parent().unwrap().to_path_buf();
+        let aside = || {
+            std::fs::read_dir(&state)
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().starts_with(SET_ASIDE)
+                })
+                .count()
+        };
+        // A stop renames the folder, whatever it holds,
+        set_aside(&served, "a-run-stop").unwrap();
+        assert!(!served.exists());
+        assert_eq!(files_under(&state.join(".served-old-a-run-stop")), 3);
+        // and the next start begins with an empty one and deletes what was set aside.
+        std::fs::create_dir_all(served.join("modules/stale")).unwrap();
+        server.keeper_begin();
+        assert_eq!(files_under(&served), 0);
+        assert!(read(data).is_ok());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while aside() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(aside(), 0);
     }
 
     #[tokio::test]
