@@ -1,5 +1,6 @@
 //! Waiting until what was published is served, as the registry's own index says: for a data
-//! directory, the running `tfreg serve`'s `DATA/.tfreg/served.json` (see [`crate::served`]);
+//! directory, what the running `tfreg serve` keeps of the module or provider published and
+//! of its files' problems under `DATA/.tfreg/` (see [`crate::served`]);
 //! for a bucket, the table the indexer function writes. The same [`judge`] as the checks
 //! before upload decides.
 
@@ -59,33 +60,37 @@ impl Observer {
     pub async fn observe(&self, plan: &Plan) -> anyhow::Result<Seen> {
         match self {
             Observer::Server { data } => {
-                let file = match crate::served::read(data) {
-                    Ok(file) => file,
+                let served = match crate::served::read(data) {
+                    Ok(served) => served,
                     Err(why) => return Ok(Seen::NoServer(why)),
                 };
-                let status = file.status;
-                let observation = Observation {
-                    module: plan.subject.module().and_then(|(address, _)| {
-                        let address = address.to_string();
-                        status
-                            .modules
-                            .iter()
-                            .find(|m| m.address == address)
-                            .cloned()
+                // The subject's file and its files' problems alone: what the server keeps
+                // of everything else is never read.
+                let mut problems = vec![];
+                let module = match plan.subject.module() {
+                    Some((address, _)) => served.module(address)?.and_then(|status| {
+                        problems.extend(status.problems);
+                        status.modules.into_iter().next()
                     }),
-                    provider: plan.subject.provider().and_then(|(address, _)| {
-                        let address = address.to_string();
-                        status
-                            .providers
-                            .iter()
-                            .find(|p| p.address == address)
-                            .cloned()
-                    }),
-                    problems: status.problems,
+                    None => None,
                 };
+                let provider = match plan.subject.provider() {
+                    Some((address, _)) => served.provider(address)?.and_then(|status| {
+                        problems.extend(status.problems);
+                        status.providers.into_iter().next()
+                    }),
+                    None => None,
+                };
+                for file in &plan.files {
+                    problems.extend(served.problem(&file.key)?);
+                }
                 Ok(Seen::Observed {
-                    observation,
-                    hostname: Some(file.server.hostname),
+                    observation: Observation {
+                        module,
+                        provider,
+                        problems,
+                    },
+                    hostname: Some(served.server.hostname),
                 })
             }
             Observer::Table { registry, metadata } => {
@@ -193,7 +198,56 @@ fn unlike(served: &Served, checked: &Served) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{unlike, Served};
+    use super::{judge, unlike, Judgement, Observer, Plan, Seen, Served};
+    use crate::publish::{Role, Subject, Upload};
+    use crate::served::testing::{archive, Server};
+    use sha2::{Digest, Sha256};
+    use tfreg_core::{ModuleAddress, Version};
+
+    #[tokio::test]
+    async fn a_server_is_observed_through_its_subjects_file_and_its_files_problems_alone() {
+        // Given a server over 20 modules that has indexed a new version of one,
+        let mut server = Server::with_modules(20).await;
+        let key = "modules/ns3/net/aws/1.1.0.tar.gz";
+        let bytes = archive("1.1.0");
+        server.publish(key, &bytes).await;
+        server.follow().await;
+        // and whose files of every other module could not even be read,
+        for i in (0..20).filter(|i| *i != 3) {
+            let other = server.dir().join(format!("modules/ns{i}/net/aws.json"));
+            std::fs::write(other, b"{").unwrap();
+        }
+        // when the publisher of that version looks,
+        let plan = Plan {
+            subject: Subject::Module {
+                address: ModuleAddress::parse("ns3", "net", "aws").unwrap(),
+                version: Version::parse("1.1.0").unwrap(),
+            },
+            files: vec![Upload {
+                key: key.into(),
+                path: "/nonexistent".into(),
+                size: bytes.len() as u64,
+                sha256: hex::encode(Sha256::digest(&bytes)),
+                role: Role::ModuleArchive,
+            }],
+        };
+        let observer = Observer::Server {
+            data: server.data.path().to_path_buf(),
+        };
+        let Seen::Observed {
+            observation,
+            hostname,
+        } = observer.observe(&plan).await.unwrap()
+        else {
+            panic!("no server seen");
+        };
+        // then it sees its version served, from what the server keeps of its module alone.
+        assert_eq!(
+            judge(&plan, &observation),
+            Judgement::Served(Served::Module)
+        );
+        assert_eq!(hostname.as_deref(), Some("registry.test"));
+    }
 
     fn provider(protocols: &[&str]) -> Served {
         Served::Provider {

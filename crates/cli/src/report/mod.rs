@@ -1,7 +1,7 @@
 //! The status document: what is served and what is refused, read from an index the way the
 //! API reads it. `tfreg status` prints it (as text, or as JSON with `--json`), `tfreg
-//! serve` keeps it in `DATA/.tfreg/served.json`, and `tfreg publish` judges its checks and
-//! its wait on it. The JSON form is a stable interface (schema 1, README "tfreg status"):
+//! serve` keeps it one module or provider at a time under `DATA/.tfreg/served/` (see
+//! [`crate::served`]), and `tfreg publish` judges its checks and its wait on it. The JSON form is a stable interface (schema 1, README "tfreg status"):
 //! fields are only ever added.
 
 mod doc;
@@ -17,7 +17,8 @@ use std::time::SystemTime;
 use tfreg_core::layout::{classify, Artifact, Classified, NoticeTarget};
 use tfreg_core::module_archive::secrets::SecretShapedFiles;
 use tfreg_core::providers::{evaluate, CurrentKeys};
-use tfreg_core::store::{partition, MetadataStore, Record};
+use tfreg_core::registry::modules::{module_archives, served_archives};
+use tfreg_core::store::{partition, MetadataStore, ModuleArchive, Record};
 use tfreg_core::tokens::Access;
 use tfreg_core::{
     Hostname, ModuleAddress, Namespace, Origin, ProviderAddress, Registry, StoreError,
@@ -148,24 +149,59 @@ pub async fn module_status(
             .module_archive(&Access::All, address, &listed.version)
             .await;
         if let Ok(archive) = archive {
-            let warnings = archive
-                .secret_shaped
-                .as_ref()
-                .filter(|found| !found.is_empty())
-                .map(|found| secret_shaped_warning(&archive.key, found))
-                .into_iter()
-                .collect();
-            status.versions.push(ModuleVersionStatus {
-                version: listed.version.to_string(),
-                key: archive.key,
-                sha256: archive.sha256,
-                revision: archive.revision,
-                warnings,
-                signed_by: archive.signed_by.map(|by| by.key_id),
-            });
+            status
+                .versions
+                .push(version_status(&listed.version, archive));
         }
     }
     Ok(status)
+}
+
+/// [`module_status`] from one query of the module's partition rather than one per version:
+/// the same archives (each version's records lie under its own prefix, and
+/// [`module_archives`] rules each by its own), for a report of every version of a module of
+/// thousands.
+async fn module_status_whole(
+    registry: &Registry,
+    metadata: &dyn MetadataStore,
+    address: &ModuleAddress,
+) -> Result<ModuleStatus, StoreError> {
+    let mut status = ModuleStatus {
+        address: address.to_string(),
+        versions: vec![],
+    };
+    let Ok(doc) = registry.module_versions(&Access::All, address).await else {
+        return Ok(status); // no valid versions
+    };
+    let records = metadata.query(&partition::module(address)).await?;
+    let mut served = served_archives(module_archives(records));
+    for listed in &doc.modules[0].versions {
+        if let Some(archive) = served.remove(&listed.version) {
+            status
+                .versions
+                .push(version_status(&listed.version, archive));
+        }
+    }
+    Ok(status)
+}
+
+/// A served version, from its archive.
+fn version_status(version: &tfreg_core::Version, archive: ModuleArchive) -> ModuleVersionStatus {
+    let warnings = archive
+        .secret_shaped
+        .as_ref()
+        .filter(|found| !found.is_empty())
+        .map(|found| secret_shaped_warning(&archive.key, found))
+        .into_iter()
+        .collect();
+    ModuleVersionStatus {
+        version: version.to_string(),
+        key: archive.key,
+        sha256: archive.sha256,
+        revision: archive.revision,
+        warnings,
+        signed_by: archive.signed_by.map(|by| by.key_id),
+    }
 }
 
 /// The warning for a served archive holding secret-shaped files.
@@ -281,12 +317,38 @@ pub async fn build(
     scope: &Scope,
     filter: &Filter,
 ) -> Result<StatusDoc, StoreError> {
+    let mut doc = build_scope(registry, metadata, scope, filter).await?;
+    let beside_served = std::mem::take(&mut doc.problems);
+    doc.problems = registry
+        .problems()
+        .await?
+        .into_iter()
+        .map(Problem::from_record)
+        .chain(beside_served)
+        .filter(|p| filter.problem(p))
+        .collect();
+    doc.refused = refused(&doc);
+    Ok(doc)
+}
+
+/// The part of the document that is about what `scope` names: its modules, providers and
+/// mirrored providers, their notices, their namespaces' keys, and the problems their notices
+/// make; not the problems of the registry's files (the `problems` partition), which
+/// [`build`] adds. For one module or provider it reads that subject's records and its
+/// namespace's keys alone, whatever else the registry holds: `tfreg serve` keeps its status
+/// so, one subject at a time ([`crate::served`]).
+pub async fn build_scope(
+    registry: &Registry,
+    metadata: &dyn MetadataStore,
+    scope: &Scope,
+    filter: &Filter,
+) -> Result<StatusDoc, StoreError> {
     let mut doc = StatusDoc {
         schema: SCHEMA,
         ..StatusDoc::default()
     };
     for address in scope.modules.iter().filter(|a| filter.module(a)) {
-        let status = module_status(registry, address).await?;
+        let status = module_status_whole(registry, metadata, address).await?;
         let served = status.versions.iter().map(|v| v.version.clone()).collect();
         lifecycle::add_notices(&mut doc, metadata, &partition::module(address), &served).await?;
         doc.modules.push(status);
@@ -320,16 +382,15 @@ pub async fn build(
         )
         .collect();
     keys::add_keys(&mut doc, metadata, &namespaces, SystemTime::now()).await?;
-    let beside_served = std::mem::take(&mut doc.problems);
-    doc.problems = registry
-        .problems()
-        .await?
-        .into_iter()
-        .map(Problem::from_record)
-        .chain(beside_served)
-        .filter(|p| filter.problem(p))
-        .collect();
-    doc.refused = doc.problems.len()
+    doc.problems.retain(|p| filter.problem(p));
+    doc.refused = refused(&doc);
+    Ok(doc)
+}
+
+/// How many refusals `doc` lists: problems, provider versions not served, and platforms of
+/// served versions that are not offered.
+fn refused(doc: &StatusDoc) -> usize {
+    doc.problems.len()
         + doc
             .providers
             .iter()
@@ -338,8 +399,7 @@ pub async fn build(
                 false => 1,
                 true => v.platforms.iter().filter(|p| !p.served).count(),
             })
-            .sum::<usize>();
-    Ok(doc)
+            .sum::<usize>()
 }
 
 #[cfg(test)]

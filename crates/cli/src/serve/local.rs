@@ -1,6 +1,7 @@
 //! The local shape's side of `tfreg serve`: the data directory indexed (from the index saved
 //! at the last stop, when there is one), watched for changes, and what it serves kept in
-//! `served.json` for `tfreg publish`; tokens in its state folder.
+//! `served.json` and `served/` for `tfreg publish` ([`crate::served`]); tokens in its state
+//! folder.
 
 use std::path::Path;
 use std::sync::Arc;
