@@ -51,3 +51,4 @@ mod usage_local;
 mod verify;
 mod verify_trust;
 mod web;
+mod wide_index;

@@ -3,7 +3,12 @@
 //! releases of very big zips. [`Wide::FULL`] is the shape issue 46 found the local first
 //! index collapsing on (23,033 files, 1.1 GB); `make bench` measures its first index, and
 //! the deep tier indexes [`Wide::DEEP`] and checks that every file is served.
+//!
+//! Both read how a first index went from the server's `tfreg::index_progress` events
+//! ([`batches`]: the time at every thousand files) and ask its API whether every file of the
+//! fixture is served ([`Wide::unserved`]).
 
+use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -31,7 +36,7 @@ pub struct Wide {
 
 impl Wide {
     /// The shape of the report: 10,000 versions of one module, 5,000 modules in 50
-    /// namespaces, 1,000 provider versions × 6 platforms, four 256 MiB zips (23,024 files).
+    /// namespaces, 1,000 provider versions × 6 platforms, four 256 MiB zips (23,013 files).
     pub const FULL: Wide = Wide {
         huge_versions: 10_000,
         namespaces: 50,
@@ -81,6 +86,307 @@ impl Wide {
     pub fn small_module(n: usize, m: usize) -> String {
         format!("team{n:03}/mod{m:04}/aws")
     }
+
+    /// The versions of each small module.
+    pub fn small_versions(&self) -> Vec<String> {
+        (0..self.versions_per_module)
+            .map(|v| format!("1.{v}.0"))
+            .collect()
+    }
+
+    /// The versions of the signed provider.
+    pub fn provider_version(v: usize) -> String {
+        format!("1.{}.{}", v / 100, v % 100)
+    }
+
+    /// The versions of the provider of big zips.
+    pub fn big_version(v: usize) -> String {
+        format!("2.0.{v}")
+    }
+
+    /// The first and the last full thousand of a first index's files that are all module
+    /// archives, as spans of its batch (`0..1000`, `8000..9000`). The watcher queues the
+    /// signing key first and then the keys in order, `modules/` before `providers/`, so the
+    /// batch's files 2 to `module_archives() + 1` are the module archives (the first span
+    /// holds the key too: one file in a thousand). None when they fill fewer than two
+    /// thousands.
+    pub fn module_thousands(&self) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+        let last_end = (self.module_archives() + 1) / 1000 * 1000;
+        (last_end >= 2000).then(|| (0..1000, last_end - 1000..last_end))
+    }
+
+    /// The first and the last full thousand module archives of `batch` (a first index of
+    /// this shape), as measured by its progress events.
+    pub fn module_spans(&self, batch: &[Milestone]) -> Option<(Span, Span)> {
+        let (first, last) = self.module_thousands()?;
+        let spans = spans(batch);
+        let find = |range: std::ops::Range<usize>| {
+            spans
+                .iter()
+                .find(|s| s.from == range.start && s.to == range.end)
+                .copied()
+        };
+        Some((find(first)?, find(last)?))
+    }
+
+    /// Whether the files a first index reaches last are served (the huge module whole, the
+    /// last small module, every version of both providers): a cheap look, to poll with before
+    /// [`Wide::unserved`] looks at every file.
+    pub fn looks_whole(&self, api: &Api) -> bool {
+        let huge = self.huge_versions == 0
+            || api.module_versions(HUGE_MODULE).map(|v| v.len()) == Some(self.huge_versions);
+        let small = self.namespaces * self.modules_per_namespace == 0 || {
+            let last = Wide::small_module(self.namespaces - 1, self.modules_per_namespace - 1);
+            api.module_versions(&last).map(|v| v.len()) == Some(self.versions_per_module)
+        };
+        let platforms = crate::scale::PLATFORMS.len();
+        let fleet = self.provider_versions == 0
+            || api.provider_platforms(PROVIDER).is_some_and(|versions| {
+                versions.len() == self.provider_versions
+                    && versions.iter().all(|(_, n)| *n == platforms)
+            });
+        let giant = self.big_zips == 0
+            || api
+                .provider_platforms(BIG_PROVIDER)
+                .is_some_and(|versions| versions.len() == self.big_zips);
+        huge && small && fleet && giant
+    }
+
+    /// Every file of the fixture the registry does not serve, said in a few words each
+    /// (empty when it serves all): each module's versions as its API lists them, and each
+    /// provider package as its download endpoint answers. Asks in a few threads (over 10,000
+    /// requests at full size).
+    pub fn unserved(&self, api: &Api) -> Vec<String> {
+        let mut checks: Vec<Check> = Vec::new();
+        if self.huge_versions > 0 {
+            checks.push(Check::Versions(
+                HUGE_MODULE.to_owned(),
+                (0..self.huge_versions).map(Wide::huge_version).collect(),
+            ));
+        }
+        for n in 0..self.namespaces {
+            for m in 0..self.modules_per_namespace {
+                checks.push(Check::Versions(
+                    Wide::small_module(n, m),
+                    self.small_versions().into_iter().collect(),
+                ));
+            }
+        }
+        for v in 0..self.provider_versions {
+            for platform in crate::scale::PLATFORMS {
+                checks.push(Check::Download(format!(
+                    "{PROVIDER}/{}/download/{}",
+                    Wide::provider_version(v),
+                    platform.replace('_', "/")
+                )));
+            }
+        }
+        for v in 0..self.big_zips {
+            checks.push(Check::Download(format!(
+                "{BIG_PROVIDER}/{}/download/linux/amd64",
+                Wide::big_version(v)
+            )));
+        }
+        let threads = 4;
+        let per_thread = checks.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            let running: Vec<_> = checks
+                .chunks(per_thread)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .filter_map(|c| c.fails(api))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .flat_map(|thread| thread.join().expect("a check thread panicked"))
+                .collect()
+        })
+    }
+}
+
+/// A registry's API, asked with a token.
+pub struct Api<'a> {
+    /// A client that trusts the server's certificate.
+    pub client: &'a reqwest::blocking::Client,
+    /// `https://127.0.0.1:PORT`
+    pub url: &'a str,
+    /// A token that may read everything.
+    pub token: &'a str,
+}
+
+impl Api<'_> {
+    /// The JSON answer to GET `path`, with its status (none when there was no answer).
+    pub fn get(&self, path: &str) -> Option<(u16, serde_json::Value)> {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(self.token)
+            .send()
+            .ok()?;
+        let status = response.status().as_u16();
+        Some((status, response.json().unwrap_or_default()))
+    }
+
+    /// The versions the API lists for `module` (none when it answers otherwise than 200).
+    pub fn module_versions(&self, module: &str) -> Option<Vec<String>> {
+        match self.get(&format!("/v1/modules/{module}/versions"))? {
+            (200, json) => Some(
+                json["modules"][0]["versions"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|v| v["version"].as_str().map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// Each version the API lists for `provider`, with its number of platforms.
+    pub fn provider_platforms(&self, provider: &str) -> Option<Vec<(String, usize)>> {
+        match self.get(&format!("/v1/providers/{provider}/versions"))? {
+            (200, json) => Some(
+                json["versions"]
+                    .as_array()?
+                    .iter()
+                    .map(|v| {
+                        (
+                            v["version"].as_str().unwrap_or_default().to_owned(),
+                            v["platforms"].as_array().map_or(0, Vec::len),
+                        )
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// One look at the API for [`Wide::unserved`].
+enum Check {
+    /// A module (`namespace/name/system`) and the versions it must list.
+    Versions(String, BTreeSet<String>),
+    /// A provider package, as `namespace/type/version/download/os/arch`.
+    Download(String),
+}
+
+impl Check {
+    /// What is not served, if anything.
+    fn fails(&self, api: &Api) -> Option<String> {
+        match self {
+            Check::Versions(module, expected) => {
+                let Some(listed) = api.module_versions(module) else {
+                    return Some(format!("module {module}: not found"));
+                };
+                let listed: BTreeSet<String> = listed.into_iter().collect();
+                let missing: Vec<&String> = expected.difference(&listed).collect();
+                (!missing.is_empty()).then(|| {
+                    format!(
+                        "module {module}: {} of {} versions not listed (first {})",
+                        missing.len(),
+                        expected.len(),
+                        missing[0]
+                    )
+                })
+            }
+            Check::Download(package) => match api.get(&format!("/v1/providers/{package}")) {
+                Some((200, json)) if json["download_url"].is_string() => None,
+                Some((status, _)) => Some(format!("provider {package}: {status}")),
+                None => Some(format!("provider {package}: no answer")),
+            },
+        }
+    }
+}
+
+/// The target of the server's progress events.
+pub const PROGRESS_TARGET: &str = "tfreg::index_progress";
+
+/// One `tfreg::index_progress` event: how far a batch of files was, and when.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Milestone {
+    /// Files of the batch indexed.
+    pub done: usize,
+    /// Seconds since the batch started.
+    pub seconds: f64,
+    /// The batch's last event (it ended here).
+    pub end: bool,
+}
+
+/// The `tfreg::index_progress` events of a server's log (run with `RUST_LOG` holding
+/// `tfreg::index_progress=debug`), batch by batch, in order.
+pub fn batches(log: &str) -> Vec<Vec<Milestone>> {
+    let mut batches = Vec::new();
+    let mut current: Vec<Milestone> = Vec::new();
+    for line in log.lines().filter(|l| l.contains(PROGRESS_TARGET)) {
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|word| word.strip_prefix(name)?.strip_prefix('='))
+        };
+        let (Some(done), Some(seconds)) = (
+            field("done").and_then(|d| d.parse().ok()),
+            field("seconds").and_then(|s| s.parse().ok()),
+        ) else {
+            continue;
+        };
+        let end = line.contains("the batch of");
+        if current.last().is_some_and(|m| m.end || done < m.done) {
+            batches.push(std::mem::take(&mut current));
+        }
+        current.push(Milestone { done, seconds, end });
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
+/// The files from one progress event to the next, and how long they took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    /// Files of the batch done at its start.
+    pub from: usize,
+    /// Files of the batch done at its end.
+    pub to: usize,
+    /// How long it took.
+    pub seconds: f64,
+}
+
+impl Span {
+    /// Files indexed per second.
+    pub fn per_second(&self) -> f64 {
+        (self.to - self.from) as f64 / self.seconds.max(1e-6)
+    }
+}
+
+/// A batch's spans: from its start to its first event, and from each event to the next.
+pub fn spans(batch: &[Milestone]) -> Vec<Span> {
+    let mut at = (0, 0.0);
+    let mut spans = Vec::new();
+    for milestone in batch {
+        if milestone.done > at.0 {
+            spans.push(Span {
+                from: at.0,
+                to: milestone.done,
+                seconds: milestone.seconds - at.1,
+            });
+        }
+        at = (milestone.done, milestone.seconds);
+    }
+    spans
+}
+
+/// The `N` of the server's `indexing N files in the background` lines, in order.
+pub fn batches_announced(log: &str) -> Vec<usize> {
+    log.lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once("indexing ")?;
+            rest.strip_suffix(" files in the background")?.parse().ok()
+        })
+        .collect()
 }
 
 /// The huge module.
@@ -124,7 +430,7 @@ pub fn write(data: &Path, shape: Wide) {
     }
     let (namespace, type_) = PROVIDER.split_once('/').unwrap();
     for v in 0..shape.provider_versions {
-        let version = format!("1.{}.{}", v / 100, v % 100);
+        let version = Wide::provider_version(v);
         let dir = format!("providers/{PROVIDER}/{version}");
         let release = crate::provider_release(type_, &version, &crate::scale::PLATFORMS);
         let (sums_name, sums) = release.last().unwrap().clone();
@@ -140,7 +446,7 @@ pub fn write(data: &Path, shape: Wide) {
     let _ = namespace;
     let (_, giant) = BIG_PROVIDER.split_once('/').unwrap();
     for v in 0..shape.big_zips {
-        let version = format!("2.0.{v}");
+        let version = Wide::big_version(v);
         let platform = "linux_amd64";
         let dir = format!("providers/{BIG_PROVIDER}/{version}");
         let name = format!("terraform-provider-{giant}_{version}_{platform}.zip");
@@ -178,4 +484,49 @@ fn big_zip(type_: &str, version: &str, bytes: usize, seed: u64) -> Vec<u8> {
         .unwrap();
     writer.write_all(&body).unwrap();
     writer.finish().unwrap().into_inner()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_reads_as_batches_of_milestones_and_their_spans() {
+        let log = "\
+2026-11-29T15:32:03.823339Z  INFO tfreg_local::watcher::sync: indexing 2500 files in the background
+2026-11-29T15:32:04.100000Z DEBUG tfreg::index_progress: indexed 1000 files of the batch done=1000 seconds=0.5
+2026-11-29T15:32:04.900000Z DEBUG tfreg::index_progress: indexed 2000 files of the batch done=2000 seconds=1.5
+2026-11-29T15:32:05.000000Z  INFO tfreg_local::watcher::progress: indexed 2500 files in 2.0s (1250 files/s)
+2026-11-29T15:32:05.000000Z DEBUG tfreg::index_progress: the batch of 2500 files is indexed done=2500 seconds=2.0
+2026-11-29T15:40:00.000000Z DEBUG tfreg::index_progress: the batch of 3 files is indexed done=3 seconds=0.01
+";
+        let batches = batches(log);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[0].len(), 3);
+        assert!(batches[0][2].end && !batches[0][1].end);
+        let spans = spans(&batches[0]);
+        assert_eq!(
+            spans.iter().map(|s| (s.from, s.to)).collect::<Vec<_>>(),
+            [(0, 1000), (1000, 2000), (2000, 2500)]
+        );
+        assert_eq!(spans[0].per_second(), 2000.0);
+        assert_eq!(spans[1].per_second(), 1000.0);
+        assert_eq!(batches_announced(log), [2500]);
+    }
+
+    #[test]
+    fn the_thousands_compared_are_all_module_archives() {
+        // 15,000 archives: files 2 to 15,001 of the batch.
+        assert_eq!(
+            Wide::FULL.module_thousands(),
+            Some((0..1000, 14_000..15_000))
+        );
+        assert_eq!(Wide::DEEP.module_thousands(), Some((0..1000, 8_000..9_000)));
+        let small = Wide {
+            huge_versions: 1_500,
+            namespaces: 0,
+            ..Wide::DEEP
+        };
+        assert_eq!(small.module_thousands(), None);
+    }
 }

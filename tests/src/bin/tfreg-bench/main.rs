@@ -11,7 +11,10 @@
 //! 3. Scale: versions and download latency over module and provider sizes, 5,000 modules,
 //!    the time from start to serving, the first index against the floor of reading and
 //!    hashing every byte once, a restart, and peak memory; with `--large-index`, the same
-//!    ratio over 1 GB of provider packages.
+//!    ratio over 1 GB of provider packages; and the wide shape of a growing team's registry
+//!    (issue 46, `tfreg_e2e::wide`): its first index against the floor, the files per second
+//!    of its first and last thousand module archives, and a publish over it against one over
+//!    100 files.
 //! 4. The provider hashing of the indexer against `unzip -p | sha256sum`, and its memory.
 //! 5. The functions' cold starts (`tfreg-coldstart`), and their zips' sizes.
 //! 6. The deployed stack's DynamoDB and S3 calls per API request, counted at moto.
@@ -19,7 +22,7 @@
 //! 8. Bulk publishing on the deployed stack: events/s of the indexer function over counts
 //!    of one module's versions (`--bulk-10k` adds 10,000).
 //!
-//! `--only=api|scale|index|hashing|coldstart|cost|signin|bulk` runs one part (into the quick
+//! `--only=api|scale|index|wide|hashing|coldstart|cost|signin|bulk` runs one part (into the quick
 //! report). `--readme` measures nothing: it writes the README's performance lines from
 //! `BENCHMARKS.md`'s targets table as it stands (after a part's figures were spliced in by
 //! hand).
@@ -42,6 +45,7 @@ mod bulk;
 mod first_index;
 mod parts;
 mod scale;
+mod wide;
 
 const HOST: &str = "registry.example.test";
 
@@ -84,10 +88,11 @@ fn main() {
         targets: Vec::new(),
     };
     let started = Instant::now();
-    let parts: [(&str, Part); 8] = [
+    let parts: [(&str, Part); 9] = [
         ("api", Bench::api),
         ("scale", Bench::scale),
         ("index", Bench::large_index),
+        ("wide", Bench::wide),
         ("hashing", Bench::hashing),
         ("coldstart", Bench::cold_start),
         ("cost", Bench::request_cost),

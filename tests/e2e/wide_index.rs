@@ -1,0 +1,187 @@
+//! The first index of a data directory shaped as a growing team's registry (issue 46,
+//! `tfreg_e2e::wide` at `Wide::DEEP`, past the 10,000 files where it collapsed): every file is
+//! served once it ends, the last thousand module archives are not indexed much slower than
+//! the first (a collapse detector, not a timing target: `make bench` measures the figures),
+//! and a first index stopped midway resumes at the next start instead of starting over.
+
+use std::time::Duration;
+
+use tfreg_e2e::wide::{self, Api, Wide, BIG_PROVIDER, PROVIDER};
+use tfreg_e2e::{sha256_hex, wait_until, Server, TempDir};
+
+const HOST: &str = "registry.example.test";
+/// The server's default verbosity, and its `tfreg::index_progress` events.
+const LOG: &str = "info,tfreg::index_progress=debug";
+/// The last thousand module archives may be indexed this many times slower than the first
+/// before it counts as a collapse: loose, as a loaded test machine varies, yet a per-file
+/// cost that grows with the index (ten times the files by the last thousand) goes far past.
+const COLLAPSE: f64 = 4.0;
+
+/// A running server over a data directory, with a token and a client.
+struct Running {
+    server: Server,
+    token: String,
+    client: reqwest::blocking::Client,
+}
+
+impl Running {
+    fn start(data: &std::path::Path) -> Running {
+        let server =
+            Server::start_with_env(data, &["--hostname", HOST], &[("RUST_LOG", LOG.into())]);
+        let token = server.create_token(&[]);
+        let client = server.client();
+        Running {
+            server,
+            token,
+            client,
+        }
+    }
+
+    fn api(&self) -> Api<'_> {
+        Api {
+            client: &self.client,
+            url: &self.server.url,
+            token: &self.token,
+        }
+    }
+
+    /// Waits until the index is whole, then asks for every file: none may be missing.
+    fn assert_every_file_served(&self, shape: Wide) {
+        let api = self.api();
+        let whole = wait_until(Duration::from_secs(1200), || shape.looks_whole(&api));
+        assert!(whole, "the first index did not end within 20 minutes");
+        let mut unserved = shape.unserved(&api);
+        if !unserved.is_empty() {
+            // The last files reached may be served a moment before the others' documents.
+            let _ = wait_until(Duration::from_secs(60), || {
+                unserved = shape.unserved(&api);
+                unserved.is_empty()
+            });
+        }
+        assert!(
+            unserved.is_empty(),
+            "{} files of the fixture are not served, e.g. {:?}",
+            unserved.len(),
+            &unserved[..unserved.len().min(10)]
+        );
+    }
+
+    /// The bytes behind a provider package's download link are the package its answer
+    /// names (by SHA-256).
+    fn assert_downloads(&self, provider: &str, version: &str, platform: &str) {
+        let path = format!(
+            "/v1/providers/{provider}/{version}/download/{}",
+            platform.replace('_', "/")
+        );
+        let (status, answer) = self.api().get(&path).expect("an answer");
+        assert_eq!(status, 200, "{path}: {answer}");
+        let url = answer["download_url"].as_str().expect("a download_url");
+        let response = self.client.get(url).send().unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{url}");
+        let bytes = response.bytes().unwrap();
+        assert_eq!(
+            sha256_hex(&bytes),
+            answer["shasum"].as_str().unwrap(),
+            "{url}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "deep tier: make test-deep (a first index of 11,407 files, 126 MB: about a minute)"]
+fn a_wide_first_index_serves_every_file_without_collapsing() {
+    // Given a data directory of 11,407 files: a module of 5,000 versions, 2,000 small modules
+    // in 20 namespaces, a signed provider of 300 versions × 6 platforms and two 32 MiB zips,
+    let shape = Wide::DEEP;
+    let data = TempDir::new().unwrap();
+    wide::write(data.path(), shape);
+
+    // when `tfreg serve` starts over it and its first index ends,
+    let running = Running::start(data.path());
+
+    // then every version of every module is listed and every provider package downloads,
+    running.assert_every_file_served(shape);
+    running.assert_downloads(PROVIDER, &Wide::provider_version(0), "linux_amd64");
+    let last = Wide::provider_version(shape.provider_versions - 1);
+    running.assert_downloads(PROVIDER, &last, "windows_amd64");
+    for v in 0..shape.big_zips {
+        running.assert_downloads(BIG_PROVIDER, &Wide::big_version(v), "linux_amd64");
+    }
+
+    // in one batch of the fixture's files,
+    let log = running.server.log();
+    let batches = wide::batches(&log);
+    let batch = batches.first().expect("tfreg::index_progress events");
+    assert_eq!(
+        batch.last().map(|m| (m.done, m.end)),
+        Some((shape.files(), true)),
+        "the first batch is not the fixture's {} files: {batch:?}",
+        shape.files()
+    );
+    // whose last thousand module archives went at no less than a quarter of the first's pace.
+    let (first, last) = shape.module_spans(batch).expect("events at each thousand");
+    let timeline: Vec<String> = wide::spans(batch)
+        .iter()
+        .map(|s| format!("{}–{}: {:.0} files/s", s.from + 1, s.to, s.per_second()))
+        .collect();
+    assert!(
+        last.per_second() * COLLAPSE >= first.per_second(),
+        "the first index collapsed: files {}–{} went at {:.0} files/s, the first thousand at {:.0}; each thousand: {timeline:#?}",
+        last.from + 1,
+        last.to,
+        last.per_second(),
+        first.per_second()
+    );
+}
+
+#[test]
+#[ignore = "deep tier: make test-deep (a first index of 11,407 files, 126 MB, stopped and started again: about a minute)"]
+fn a_first_index_stopped_midway_resumes_at_the_next_start_and_serves_every_file() {
+    // Given the wide data directory and a server stopped (SIGTERM, as systemd or Ctrl-C
+    // stops it) once its first index has done a third of the files,
+    let shape = Wide::DEEP;
+    let total = shape.files();
+    let data = TempDir::new().unwrap();
+    wide::write(data.path(), shape);
+    let mut first = Running::start(data.path());
+    let a_third = wait_until(Duration::from_secs(600), || {
+        first_batch_done(&first.server.log()) >= total / 3
+    });
+    assert!(
+        a_third,
+        "the first index did not reach a third of the files"
+    );
+    assert!(
+        first.server.terminate(Duration::from_secs(60)),
+        "the server did not stop within 60 s of SIGTERM"
+    );
+    let done_at_stop = first_batch_done(&first.server.log());
+    assert!(
+        done_at_stop < total,
+        "the first index ended before the server could be stopped midway ({done_at_stop} files)"
+    );
+    drop(first);
+
+    // when it starts again over the same directory,
+    let second = Running::start(data.path());
+
+    // then it serves every file in the end,
+    second.assert_every_file_served(shape);
+    let log = second.server.log();
+    // having indexed at its start fewer than the whole directory: what the first start did
+    // is kept.
+    let announced = wide::batches_announced(&log);
+    let indexed = first_batch_done(&log);
+    assert!(
+        announced.first().is_none_or(|n| *n < total) && indexed < total,
+        "the second start indexed the whole directory again ({announced:?} announced, {indexed} files in its first batch, of {total}) though the first had done {done_at_stop} files"
+    );
+}
+
+/// The files the log's first batch has indexed, as its last progress event says.
+fn first_batch_done(log: &str) -> usize {
+    wide::batches(log)
+        .first()
+        .and_then(|batch| batch.last())
+        .map_or(0, |m| m.done)
+}
