@@ -6,85 +6,38 @@
 
 use std::time::Duration;
 
-use tfreg_e2e::wide::{self, Api, Wide, BIG_PROVIDER, PROVIDER};
-use tfreg_e2e::{sha256_hex, wait_until, Server, TempDir};
+use tfreg_e2e::wide::{self, Running, Wide, BIG_PROVIDER, LOG, PROVIDER};
+use tfreg_e2e::{sha256_hex, wait_until, TempDir};
 
 const HOST: &str = "registry.example.test";
-/// The server's default verbosity, and its `tfreg::index_progress` events.
-const LOG: &str = "info,tfreg::index_progress=debug";
 /// The last thousand module archives may be indexed this many times slower than the first
 /// before it counts as a collapse: loose, as a loaded test machine varies, yet a per-file
 /// cost that grows with the index (ten times the files by the last thousand) goes far past.
 const COLLAPSE: f64 = 4.0;
 
-/// A running server over a data directory, with a token and a client.
-struct Running {
-    server: Server,
-    token: String,
-    client: reqwest::blocking::Client,
-}
+/// How long a first index of `Wide::DEEP` may take on a loaded machine.
+const WITHIN: Duration = Duration::from_secs(1200);
+/// How long the last files' documents may take once every file looks served.
+const SETTLE: Duration = Duration::from_secs(60);
 
-impl Running {
-    fn start(data: &std::path::Path) -> Running {
-        let server =
-            Server::start_with_env(data, &["--hostname", HOST], &[("RUST_LOG", LOG.into())]);
-        let token = server.create_token(&[]);
-        let client = server.client();
-        Running {
-            server,
-            token,
-            client,
-        }
-    }
-
-    fn api(&self) -> Api<'_> {
-        Api {
-            client: &self.client,
-            url: &self.server.url,
-            token: &self.token,
-        }
-    }
-
-    /// Waits until the index is whole, then asks for every file: none may be missing.
-    fn assert_every_file_served(&self, shape: Wide) {
-        let api = self.api();
-        let whole = wait_until(Duration::from_secs(1200), || shape.looks_whole(&api));
-        assert!(whole, "the first index did not end within 20 minutes");
-        let mut unserved = shape.unserved(&api);
-        if !unserved.is_empty() {
-            // The last files reached may be served a moment before the others' documents.
-            let _ = wait_until(Duration::from_secs(60), || {
-                unserved = shape.unserved(&api);
-                unserved.is_empty()
-            });
-        }
-        assert!(
-            unserved.is_empty(),
-            "{} files of the fixture are not served, e.g. {:?}",
-            unserved.len(),
-            &unserved[..unserved.len().min(10)]
-        );
-    }
-
-    /// The bytes behind a provider package's download link are the package its answer
-    /// names (by SHA-256).
-    fn assert_downloads(&self, provider: &str, version: &str, platform: &str) {
-        let path = format!(
-            "/v1/providers/{provider}/{version}/download/{}",
-            platform.replace('_', "/")
-        );
-        let (status, answer) = self.api().get(&path).expect("an answer");
-        assert_eq!(status, 200, "{path}: {answer}");
-        let url = answer["download_url"].as_str().expect("a download_url");
-        let response = self.client.get(url).send().unwrap();
-        assert_eq!(response.status().as_u16(), 200, "{url}");
-        let bytes = response.bytes().unwrap();
-        assert_eq!(
-            sha256_hex(&bytes),
-            answer["shasum"].as_str().unwrap(),
-            "{url}"
-        );
-    }
+/// The bytes behind a provider package's download link are the package its answer names
+/// (by SHA-256).
+fn assert_downloads(running: &Running, provider: &str, version: &str, platform: &str) {
+    let path = format!(
+        "/v1/providers/{provider}/{version}/download/{}",
+        platform.replace('_', "/")
+    );
+    let (status, answer) = running.api().get(&path).expect("an answer");
+    assert_eq!(status, 200, "{path}: {answer}");
+    let url = answer["download_url"].as_str().expect("a download_url");
+    let response = running.client.get(url).send().unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{url}");
+    let bytes = response.bytes().unwrap();
+    assert_eq!(
+        sha256_hex(&bytes),
+        answer["shasum"].as_str().unwrap(),
+        "{url}"
+    );
 }
 
 #[test]
@@ -97,15 +50,20 @@ fn a_wide_first_index_serves_every_file_without_collapsing() {
     wide::write(data.path(), shape);
 
     // when `tfreg serve` starts over it and its first index ends,
-    let running = Running::start(data.path());
+    let running = Running::start(data.path(), HOST);
 
     // then every version of every module is listed and every provider package downloads,
-    running.assert_every_file_served(shape);
-    running.assert_downloads(PROVIDER, &Wide::provider_version(0), "linux_amd64");
+    running.assert_every_file_served(shape, WITHIN, SETTLE);
+    assert_downloads(
+        &running,
+        PROVIDER,
+        &Wide::provider_version(0),
+        "linux_amd64",
+    );
     let last = Wide::provider_version(shape.provider_versions - 1);
-    running.assert_downloads(PROVIDER, &last, "windows_amd64");
+    assert_downloads(&running, PROVIDER, &last, "windows_amd64");
     for v in 0..shape.big_zips {
-        running.assert_downloads(BIG_PROVIDER, &Wide::big_version(v), "linux_amd64");
+        assert_downloads(&running, BIG_PROVIDER, &Wide::big_version(v), "linux_amd64");
     }
 
     // in one batch of the fixture's files,
@@ -187,10 +145,10 @@ fn a_first_index_stopped_midway_resumes_at_the_next_start_and_serves_every_file(
     );
 
     // when it starts again over the same directory,
-    let second = Running::start(data.path());
+    let second = Running::start(data.path(), HOST);
 
     // then it serves every file in the end,
-    second.assert_every_file_served(shape);
+    second.assert_every_file_served(shape, WITHIN, SETTLE);
     let log = second.server.log();
     // having indexed at its start fewer than the whole directory: what the first start did
     // is kept.

@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::{publish, sha256_hex, tar_gz, Gpg};
 
@@ -206,6 +207,68 @@ impl Wide {
                 .flat_map(|thread| thread.join().expect("a check thread panicked"))
                 .collect()
         })
+    }
+}
+
+/// The server's default verbosity, and its `tfreg::index_progress` events.
+pub const LOG: &str = "info,tfreg::index_progress=debug";
+
+/// A running server over a data directory, with a token that reads everything and a client.
+pub struct Running {
+    /// The server.
+    pub server: crate::Server,
+    /// A token that reads every namespace.
+    pub token: String,
+    /// A client that trusts its certificate.
+    pub client: reqwest::blocking::Client,
+}
+
+impl Running {
+    /// Starts `tfreg serve` over `data` as `hostname`, logging its progress events.
+    pub fn start(data: &Path, hostname: &str) -> Running {
+        let server = crate::Server::start_with_env(
+            data,
+            &["--hostname", hostname],
+            &[("RUST_LOG", LOG.into())],
+        );
+        let token = server.create_token(&[]);
+        let client = server.client();
+        Running {
+            server,
+            token,
+            client,
+        }
+    }
+
+    /// Its API, asked with its token.
+    pub fn api(&self) -> Api<'_> {
+        Api {
+            client: &self.client,
+            url: &self.server.url,
+            token: &self.token,
+        }
+    }
+
+    /// Waits until every file of `shape` looks served (panics after `within`), then asks for
+    /// every file, allowing `settle` for the last documents: none may be missing.
+    pub fn assert_every_file_served(&self, shape: Wide, within: Duration, settle: Duration) {
+        let api = self.api();
+        let whole = crate::wait_until(within, || shape.looks_whole(&api));
+        assert!(whole, "the first index did not end within {within:?}");
+        let mut unserved = shape.unserved(&api);
+        if !unserved.is_empty() {
+            // The last files reached may be served a moment before the others' documents.
+            let _ = crate::wait_until(settle, || {
+                unserved = shape.unserved(&api);
+                unserved.is_empty()
+            });
+        }
+        assert!(
+            unserved.is_empty(),
+            "{} files of the fixture are not served after the first index, e.g. {:?}",
+            unserved.len(),
+            &unserved[..unserved.len().min(10)]
+        );
     }
 }
 

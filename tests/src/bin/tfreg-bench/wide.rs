@@ -5,7 +5,7 @@
 //! ratio; and the time to publish one module version into a server over it (the one that just
 //! indexed it, and one restarted over a copy), side by side with one over 100 files.
 
-use tfreg_e2e::wide::{self, Api, Span, Wide};
+use tfreg_e2e::wide::{self, Running, Span, Wide, LOG};
 
 use super::*;
 use crate::first_index;
@@ -16,8 +16,8 @@ const MAX_RATIO: f64 = 5.0;
 const MAX_SLOWDOWN: f64 = 2.0;
 /// The largest ratio of a publish over the wide directory to one over 100 files.
 const MAX_PUBLISH_RATIO: f64 = 1.5;
-/// The server's default verbosity, and its progress events.
-const LOG: &str = "info,tfreg::index_progress=debug";
+/// How long the last files' documents may take once every file looks served.
+const SETTLE: Duration = Duration::from_secs(120);
 /// The directory publishing over the wide one is compared with: 100 small modules (and the
 /// signing key).
 const HUNDRED: Wide = Wide {
@@ -29,56 +29,6 @@ const HUNDRED: Wide = Wide {
     big_zips: 0,
     big_zip_bytes: 0,
 };
-
-/// A running server over a data directory, with a token.
-struct Running {
-    server: Server,
-    token: String,
-    client: reqwest::blocking::Client,
-}
-
-impl Running {
-    fn start(data: &Path) -> Running {
-        let server =
-            Server::start_with_env(data, &["--hostname", HOST], &[("RUST_LOG", LOG.into())]);
-        let token = server.create_token(&[]);
-        let client = server.client();
-        Running {
-            server,
-            token,
-            client,
-        }
-    }
-
-    fn api(&self) -> Api<'_> {
-        Api {
-            client: &self.client,
-            url: &self.server.url,
-            token: &self.token,
-        }
-    }
-
-    /// Waits until every file of `shape` is served; panics after `within`.
-    fn wait_whole(&self, shape: Wide, within: Duration) {
-        let api = self.api();
-        let whole = tfreg_e2e::wait_until(within, || shape.looks_whole(&api));
-        assert!(whole, "the first index did not finish within {within:?}");
-        let mut unserved = shape.unserved(&api);
-        if !unserved.is_empty() {
-            // The last files reached may be served a moment before the others' documents.
-            let _ = tfreg_e2e::wait_until(Duration::from_secs(120), || {
-                unserved = shape.unserved(&api);
-                unserved.is_empty()
-            });
-        }
-        assert!(
-            unserved.is_empty(),
-            "{} files are not served after the first index, e.g. {:?}",
-            unserved.len(),
-            &unserved[..unserved.len().min(5)]
-        );
-    }
-}
 
 impl Bench {
     /// Part 3c: the wide shape (`Wide::FULL`; `--quick`: `Wide::DEEP`).
@@ -98,8 +48,8 @@ impl Bench {
         );
 
         let started = Instant::now();
-        let wide_server = Running::start(data.path());
-        wide_server.wait_whole(shape, Duration::from_secs(7200));
+        let wide_server = Running::start(data.path(), HOST);
+        wide_server.assert_every_file_served(shape, Duration::from_secs(7200), SETTLE);
         let first_index = started.elapsed();
         let peak = peak_memory_mib(wide_server.server.pid()).unwrap_or(0.0);
         let log = wide_server.server.log();
@@ -170,12 +120,12 @@ impl Bench {
             .is_ok_and(|s| s.success());
         assert!(copied, "could not copy the wide directory");
         let _ = std::fs::remove_file(copy.path().join(".tfreg/served.json"));
-        let copy_server = Running::start(copy.path());
-        copy_server.wait_whole(shape, Duration::from_secs(600));
+        let copy_server = Running::start(copy.path(), HOST);
+        copy_server.assert_every_file_served(shape, Duration::from_secs(600), SETTLE);
         let hundred = TempDir::new().unwrap();
         wide::write(hundred.path(), HUNDRED);
-        let small_server = Running::start(hundred.path());
-        small_server.wait_whole(HUNDRED, Duration::from_secs(120));
+        let small_server = Running::start(hundred.path(), HOST);
+        small_server.assert_every_file_served(HUNDRED, Duration::from_secs(120), SETTLE);
         let rounds = if self.quick { 3 } else { 9 };
         let servers = [&wide_server, &copy_server, &small_server];
         let module = TempDir::new().unwrap();
