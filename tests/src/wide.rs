@@ -491,22 +491,10 @@ pub fn write(data: &Path, shape: Wide) {
             }
         }
     }
-    let (namespace, type_) = PROVIDER.split_once('/').unwrap();
     for v in 0..shape.provider_versions {
         let version = Wide::provider_version(v);
-        let dir = format!("providers/{PROVIDER}/{version}");
-        let release = crate::provider_release(type_, &version, &crate::scale::PLATFORMS);
-        let (sums_name, sums) = release.last().unwrap().clone();
-        for (name, content) in release {
-            publish(data, &format!("{dir}/{name}"), &content);
-        }
-        publish(
-            data,
-            &format!("{dir}/{sums_name}.sig"),
-            &gpg.sign(SIGNER, &sums, None),
-        );
+        publish_signed_release(data, &gpg, PROVIDER, &version, &crate::scale::PLATFORMS);
     }
-    let _ = namespace;
     let (_, giant) = BIG_PROVIDER.split_once('/').unwrap();
     for v in 0..shape.big_zips {
         let version = Wide::big_version(v);
@@ -524,6 +512,29 @@ pub fn write(data: &Path, shape: Wide) {
             &gpg.sign(SIGNER, sums.as_bytes(), None),
         );
     }
+}
+
+/// Publishes a release of `provider` (`namespace/type`) for `platforms` into `data`: its
+/// packages, SHA256SUMS, and a signature by [`SIGNER`], whose key `gpg` holds.
+pub fn publish_signed_release(
+    data: &Path,
+    gpg: &Gpg,
+    provider: &str,
+    version: &str,
+    platforms: &[&str],
+) {
+    let (_, type_) = provider.split_once('/').expect("namespace/type");
+    let dir = format!("providers/{provider}/{version}");
+    let release = crate::provider_release(type_, version, platforms);
+    let (sums_name, sums) = release.last().unwrap().clone();
+    for (name, content) in release {
+        publish(data, &format!("{dir}/{name}"), &content);
+    }
+    publish(
+        data,
+        &format!("{dir}/{sums_name}.sig"),
+        &gpg.sign(SIGNER, &sums, None),
+    );
 }
 
 /// A provider zip holding an executable of `bytes` pseudo-random bytes, stored.

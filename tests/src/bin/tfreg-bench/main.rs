@@ -37,7 +37,7 @@ use tfreg_e2e::bench::{
     machine, peak_memory_mib, report_path, require, run_measured, version_of, wrk, Load, LoadShape,
     Nginx,
 };
-use tfreg_e2e::{provider_release, publish, tar_gz, Gpg, Server, TempDir};
+use tfreg_e2e::{publish, tar_gz, Gpg, Server, TempDir};
 
 mod answers;
 mod api;
@@ -272,18 +272,15 @@ fn default_log() -> Vec<(&'static str, String)> {
     vec![("RUST_LOG", "info".into())]
 }
 
-/// Publishes a signed release of `acme/TYPE` for `platforms`.
+/// Publishes a signed release of `acme/TYPE` for `platforms` (signed by
+/// `tfreg_e2e::wide::SIGNER`, `release@example.test`).
 fn publish_provider(data: &Path, gpg: &Gpg, type_: &str, version: &str, platforms: &[&str]) {
-    let dir = format!("providers/acme/{type_}/{version}");
-    let release = provider_release(type_, version, platforms);
-    let (sums_name, sums) = release.last().unwrap().clone();
-    for (name, content) in release {
-        publish(data, &format!("{dir}/{name}"), &content);
-    }
-    publish(
+    tfreg_e2e::wide::publish_signed_release(
         data,
-        &format!("{dir}/{sums_name}.sig"),
-        &gpg.sign("release@example.test", &sums, None),
+        gpg,
+        &format!("acme/{type_}"),
+        version,
+        platforms,
     );
 }
 
